@@ -1,0 +1,332 @@
+/*
+ * corral.h — run commands inside a sandbox and say honestly what happened.
+ *
+ * One public header. Everything exported is prefixed `corral_`.
+ *
+ * Conventions (as in libuv):
+ *  - Fallible functions return 0 (or a count) on success and a negative
+ *    errno-style code on failure; `corral_strerror()` names the code.  Those
+ *    that take a `corral_error *err` (always last) also fill it with a message
+ *    that says what corral was doing, e.g. "decoding request: field `mode`:
+ *    unknown value `batch`".  `err` may be NULL.
+ *  - Plain data (the execution contract) lives in public structs with an
+ *    `_init` / `_free` pair.  Strings inside them are owned by the struct and
+ *    freed by its `_free`; the setters below copy what they are given.
+ *  - Objects with behaviour (adapters, cancellation) are opaque, with
+ *    `_new` / `_free` pairs.
+ */
+#ifndef CORRAL_H
+#define CORRAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define CORRAL_EXTERN __attribute__((visibility("default")))
+#else
+#define CORRAL_EXTERN
+#endif
+
+#define CORRAL_VERSION_MAJOR 0
+#define CORRAL_VERSION_MINOR 1
+#define CORRAL_VERSION_PATCH 0
+#define CORRAL_VERSION_STRING "0.1.0"
+
+CORRAL_EXTERN const char *corral_version(void);
+
+/* ------------------------------------------------------------------ errors */
+
+/* Error codes are negative errno values; these add corral's own. */
+#define CORRAL_EBADJSON (-4001)  /* input is not JSON, or not the expected shape */
+#define CORRAL_EINVALID (-4002)  /* a request/outcome breaks a validation rule */
+#define CORRAL_ENOADAPTER (-4003) /* no adapter can enforce this request */
+#define CORRAL_EREPORT (-4004)   /* an adapter's report could not be read */
+#define CORRAL_ESETUP (-4005)    /* a sandbox setup step failed */
+
+typedef struct corral_error {
+  int code;          /* negative code, 0 when no error was recorded */
+  int sys_errno;     /* errno of the failing system call, or 0 */
+  char message[1024];
+} corral_error;
+
+CORRAL_EXTERN const char *corral_strerror(int code);
+
+/* ---------------------------------------------------------- the contract */
+
+/* Every enum starts at 1 so that 0 always means "not set" (invalid). */
+typedef enum corral_origin {
+  CORRAL_ORIGIN_INTERACTIVE_COMMAND = 1,
+  CORRAL_ORIGIN_HOOK,
+  CORRAL_ORIGIN_PLUGIN,
+  CORRAL_ORIGIN_MCP_SERVER,
+  CORRAL_ORIGIN_BACKGROUND_TASK,
+} corral_origin;
+
+typedef enum corral_mode {
+  CORRAL_MODE_CAPTURED = 1,
+  CORRAL_MODE_INTERACTIVE,
+  CORRAL_MODE_DURABLE,
+} corral_mode;
+
+typedef enum corral_capability_kind {
+  CORRAL_CAP_FILESYSTEM_READ = 1,
+  CORRAL_CAP_WORKSPACE_WRITE,
+  CORRAL_CAP_PROTECTED_METADATA,
+  CORRAL_CAP_EXTERNAL_NETWORK,
+  CORRAL_CAP_ISOLATED_LOOPBACK,
+  CORRAL_CAP_HOST_VISIBLE_BINDING,
+  CORRAL_CAP_PROCESS_SPAWN,
+  CORRAL_CAP_PROCESS_CONTROL,
+  CORRAL_CAP_ENVIRONMENT,
+  CORRAL_CAP_UNRESTRICTED,
+} corral_capability_kind;
+
+/* States the lifecycle knows.  The first six are outcomes; the last four
+ * are steps before launch and are never valid as an outcome. */
+typedef enum corral_state {
+  CORRAL_STATE_COMPLETED = 1,
+  CORRAL_STATE_DENIED,
+  CORRAL_STATE_FAILED,
+  CORRAL_STATE_CANCELLED,
+  CORRAL_STATE_RUNNING,
+  CORRAL_STATE_RETAINED,
+  CORRAL_STATE_REQUESTED,
+  CORRAL_STATE_EVALUATED,
+  CORRAL_STATE_AWAITING_APPROVAL,
+  CORRAL_STATE_PREPARED,
+} corral_state;
+
+typedef enum corral_kind {
+  CORRAL_KIND_RUNNING = 1,
+  CORRAL_KIND_SUCCESS,
+  CORRAL_KIND_POLICY_DENIED,
+  CORRAL_KIND_ENFORCEMENT_DENIED,
+  CORRAL_KIND_APPLICATION_FAILURE,
+  CORRAL_KIND_SANDBOX_SETUP_FAILURE,
+  CORRAL_KIND_EXECUTABLE_NOT_FOUND,
+  CORRAL_KIND_CANCELLED,
+  CORRAL_KIND_TIMED_OUT,
+  CORRAL_KIND_ENFORCEMENT_DEGRADED,
+} corral_kind;
+
+typedef enum corral_denial_source {
+  CORRAL_SOURCE_CONFIGURED_POLICY = 1,
+  CORRAL_SOURCE_PLATFORM_SANDBOX,
+  CORRAL_SOURCE_APPROVAL,
+} corral_denial_source;
+
+typedef enum corral_next_action {
+  CORRAL_NEXT_NONE = 1,
+  CORRAL_NEXT_REQUEST_APPROVAL,
+  CORRAL_NEXT_CHANGE_COMMAND,
+  CORRAL_NEXT_ENABLE_SANDBOX,
+} corral_next_action;
+
+typedef enum corral_level {
+  CORRAL_LEVEL_NATIVE = 1,
+  CORRAL_LEVEL_DEGRADED,
+  CORRAL_LEVEL_DISABLED,
+} corral_level;
+
+typedef enum corral_change_kind {
+  CORRAL_CHANGE_CREATED = 1,
+  CORRAL_CHANGE_MODIFIED,
+  CORRAL_CHANGE_DELETED,
+} corral_change_kind;
+
+/* Which name table to use with corral_enum_name / corral_enum_parse. */
+typedef enum corral_enum {
+  CORRAL_ENUM_ORIGIN = 1,
+  CORRAL_ENUM_MODE,
+  CORRAL_ENUM_CAPABILITY,
+  CORRAL_ENUM_STATE,
+  CORRAL_ENUM_KIND,
+  CORRAL_ENUM_SOURCE,
+  CORRAL_ENUM_NEXT_ACTION,
+  CORRAL_ENUM_LEVEL,
+  CORRAL_ENUM_CHANGE,
+} corral_enum;
+
+/* The contract's JSON spelling of a value ("interactive_command"), or NULL
+ * when the value is not in the table.  The string is static. */
+CORRAL_EXTERN const char *corral_enum_name(corral_enum which, int value);
+/* The value for a JSON spelling, or 0 when unknown. */
+CORRAL_EXTERN int corral_enum_parse(corral_enum which, const char *name);
+
+typedef struct corral_capability {
+  corral_capability_kind kind;
+  char *scope; /* owned; may be NULL */
+} corral_capability;
+
+typedef struct corral_request {
+  corral_origin origin;
+  corral_mode mode;
+  char *name;          /* command.name: program to run (searched in PATH) */
+  char **args;         /* command.args: arguments after the name */
+  size_t nargs;
+  char **env;          /* command.env: the whole environment, "KEY=VALUE" */
+  size_t nenv;
+  bool env_set;        /* false: inherit the caller's environment */
+  char *working_directory;
+  char **workspace_roots;
+  size_t nroots;
+  corral_capability *capabilities;
+  size_t ncapabilities;
+  char *approval_session_id;     /* approval.sessionId, may be NULL */
+  char *approval_policy_version; /* approval.policyVersion, may be NULL */
+  bool approval_set;
+} corral_request;
+
+CORRAL_EXTERN void corral_request_init(corral_request *req);
+CORRAL_EXTERN void corral_request_free(corral_request *req);
+/* Setters copy their arguments. Return 0 or -ENOMEM. */
+CORRAL_EXTERN int corral_request_set_command(corral_request *req, const char *name,
+                                             const char *const *args, size_t nargs);
+CORRAL_EXTERN int corral_request_set_env(corral_request *req, const char *const *env,
+                                         size_t nenv);
+CORRAL_EXTERN int corral_request_set_working_directory(corral_request *req, const char *dir);
+CORRAL_EXTERN int corral_request_add_workspace_root(corral_request *req, const char *root);
+CORRAL_EXTERN int corral_request_add_capability(corral_request *req,
+                                                corral_capability_kind kind,
+                                                const char *scope);
+/* Checks every rule of the contract; the message names the first field that
+ * breaks one.  Returns 0 or CORRAL_EINVALID. */
+CORRAL_EXTERN int corral_request_validate(const corral_request *req, corral_error *err);
+
+typedef struct corral_exit {
+  bool present;
+  int code;   /* exit code, -1 when the command never ran */
+  int signal; /* terminating signal, 0 when it exited */
+} corral_exit;
+
+typedef struct corral_denial {
+  bool present;
+  corral_capability capability; /* kind and the exact scope denied */
+  corral_denial_source source;
+  char *reason; /* owned */
+  bool recoverable;
+  corral_next_action next_action;
+} corral_denial;
+
+typedef struct corral_enforcement {
+  bool present;
+  char *backend; /* owned: "linux", "landlock", "direct", ... */
+  corral_level level;
+  bool degraded;
+  char *downgrade_reason; /* owned, may be NULL */
+} corral_enforcement;
+
+typedef struct corral_change {
+  char *path; /* owned; relative, "/" separated, "name/" when aggregated */
+  corral_change_kind kind;
+  bool aggregated;
+  long count; /* direct children of an aggregated tree, -1 above 256 */
+} corral_change;
+
+typedef struct corral_outcome {
+  corral_state state;
+  corral_kind kind;
+  long process_id; /* 0 when none */
+  corral_exit exit;
+  corral_denial denial;
+  corral_enforcement enforcement;
+  corral_change *changes;
+  size_t nchanges;
+  bool changes_present;  /* false: no change report was asked for or made */
+  bool launched;         /* did the requested program itself start? */
+  char *message;         /* owned, may be NULL: why, in words (not in the Go contract) */
+} corral_outcome;
+
+CORRAL_EXTERN void corral_outcome_init(corral_outcome *out);
+CORRAL_EXTERN void corral_outcome_free(corral_outcome *out);
+/* Returns 0 or CORRAL_EINVALID with the broken rule in err. */
+CORRAL_EXTERN int corral_outcome_validate(const corral_outcome *out, corral_error *err);
+
+/* JSON codec.  Decoding is strict about types and values, ignores unknown
+ * fields, and names the field (or the byte position) that is wrong.
+ * Encoders return a NUL-terminated string the caller frees with free(). */
+CORRAL_EXTERN int corral_request_from_json(const char *json, size_t len, corral_request *req,
+                                           corral_error *err);
+CORRAL_EXTERN char *corral_request_to_json(const corral_request *req);
+CORRAL_EXTERN int corral_outcome_from_json(const char *json, size_t len, corral_outcome *out,
+                                           corral_error *err);
+CORRAL_EXTERN char *corral_outcome_to_json(const corral_outcome *out);
+
+/* ----------------------------------------------------------- adapters */
+
+/* An adapter turns a request into a prepared launch and enforces it.
+ * Opaque; created by one of the constructors below, freed by the caller. */
+typedef struct corral_adapter corral_adapter;
+
+/* The direct adapter enforces nothing.  With CORRAL_LEVEL_DISABLED the policy
+ * turned the sandbox off; with CORRAL_LEVEL_DEGRADED the caller accepted
+ * running unenforced and `reason` (copied, required) says why. */
+CORRAL_EXTERN corral_adapter *corral_adapter_new_direct(corral_level level, const char *reason);
+CORRAL_EXTERN void corral_adapter_free(corral_adapter *adapter);
+CORRAL_EXTERN const char *corral_adapter_name(const corral_adapter *adapter);
+
+/* ------------------------------------------------------ cancellation */
+
+/* A cancellation token.  corral_cancel_trigger is async-signal-safe and
+ * thread-safe, so a signal handler may call it. */
+typedef struct corral_cancel corral_cancel;
+CORRAL_EXTERN corral_cancel *corral_cancel_new(void);
+CORRAL_EXTERN void corral_cancel_trigger(corral_cancel *cancel);
+CORRAL_EXTERN bool corral_cancel_triggered(const corral_cancel *cancel);
+CORRAL_EXTERN void corral_cancel_free(corral_cancel *cancel);
+
+/* ------------------------------------------------- captured execution */
+
+#define CORRAL_CAPTURE_LIMIT (1024 * 1024) /* bytes kept of each stream */
+
+typedef struct corral_run_options {
+  const corral_request *request; /* not owned; mode must be captured */
+  corral_adapter *adapter;       /* not owned; NULL: the command never runs */
+  const void *stdin_data;        /* not owned; delivered then closed */
+  size_t stdin_len;
+  int stdin_fd;                  /* >= 0: used as the command's stdin instead (not closed) */
+  int64_t timeout_ms;            /* <= 0: no deadline */
+  corral_cancel *cancel;         /* not owned, may be NULL */
+  unsigned flags;                /* none defined yet; must be 0 */
+} corral_run_options;
+
+CORRAL_EXTERN void corral_run_options_init(corral_run_options *opts);
+
+typedef struct corral_result {
+  char *stdout_data; /* owned; the first CORRAL_CAPTURE_LIMIT bytes, NUL-terminated */
+  size_t stdout_len;
+  bool stdout_truncated;
+  char *stderr_data; /* owned; as stdout */
+  size_t stderr_len;
+  bool stderr_truncated;
+  corral_outcome outcome;
+} corral_result;
+
+CORRAL_EXTERN void corral_result_init(corral_result *res);
+CORRAL_EXTERN void corral_result_free(corral_result *res);
+
+/* Runs a captured request to its end.  Returns 0 whenever an outcome was
+ * produced — including sandbox_setup_failure, denials, timeouts — and a
+ * negative code only when the arguments are unusable (then `res` holds no
+ * outcome).  The caller frees `res` with corral_result_free in both cases. */
+CORRAL_EXTERN int corral_run(const corral_run_options *opts, corral_result *res,
+                             corral_error *err);
+
+/* The JSON form of a result: {stdout, stderr, truncated, outcome}.  stdout and
+ * stderr are valid UTF-8 (invalid bytes become U+FFFD); when they were not,
+ * `stdoutBase64` / `stderrBase64` carry the exact bytes.  Caller frees. */
+CORRAL_EXTERN char *corral_result_to_json(const corral_result *res);
+
+/* The exit code a front end should use for an outcome: the command's own,
+ * 128+N after signal N, or 124/125/126/127 (see README). */
+CORRAL_EXTERN int corral_outcome_exit_code(const corral_outcome *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CORRAL_H */

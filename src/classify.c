@@ -1,0 +1,152 @@
+/*
+ * classify.c — the one switch that says how a run ended.
+ *
+ * Order matters and is the contract's (DESIGN.md):
+ *   1. the report could not be read      -> failed / sandbox_setup_failure
+ *   2. the report carries a denial       -> denied / enforcement_denied
+ *   3. the deadline passed               -> failed / timed_out
+ *   4. the caller cancelled              -> cancelled / cancelled
+ *   5. exit 0                            -> completed / success
+ *   6. the program could not be found    -> failed / executable_not_found
+ *   7. anything else                     -> failed / application_failure
+ * A run that never started (no adapter, wrong mode, prepare failed) and a
+ * setup step that failed inside the sandbox both count as case 1: the
+ * sandbox could not produce a trustworthy report of a run.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <sys/wait.h>
+
+#include "internal.h"
+#include "runner.h"
+
+static int set_message(corral_outcome *out, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static int set_message(corral_outcome *out, const char *fmt, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  free(out->message);
+  out->message = strdup(buf);
+  return out->message ? 0 : -ENOMEM;
+}
+
+static void set_exit_from_status(corral_outcome *out, int status) {
+  out->exit.present = true;
+  if (WIFSIGNALED(status)) {
+    out->exit.code = -1;
+    out->exit.signal = WTERMSIG(status);
+  } else {
+    out->exit.code = WEXITSTATUS(status);
+    out->exit.signal = 0;
+  }
+}
+
+static void setup_failure(corral_outcome *out) {
+  out->state = CORRAL_STATE_FAILED;
+  out->kind = CORRAL_KIND_SANDBOX_SETUP_FAILURE;
+  if (!out->exit.present) {
+    out->exit.present = true;
+    out->exit.code = -1;
+    out->exit.signal = 0;
+  }
+}
+
+int classify_outcome(const struct run_facts *f, launch_report *rep, const char *name,
+                     corral_outcome *out) {
+  if (f->never_ran) {
+    out->launched = false;
+    setup_failure(out);
+    return set_message(out, "%s", f->why ? f->why : "the command was not run");
+  }
+
+  out->process_id = f->process_id;
+  /* `launched` is the program's own start.  When the plan says the adapter
+   * owns that transition, only the adapter's word counts; silence = no. */
+  out->launched = f->adapter_owns_launch ? rep->adapter_launched : rep->launched;
+
+  /* The command's status comes from init's report; init's own status is the
+   * fallback, and says nothing about the command when init was killed. */
+  if (rep->exited)
+    set_exit_from_status(out, rep->wait_status);
+  else if (f->init_reaped)
+    set_exit_from_status(out, f->init_status);
+
+  /* 1. */
+  if (!rep->readable || rep->setup_failed || (!rep->exited && !f->init_killed)) {
+    setup_failure(out);
+    if (!rep->readable)
+      return set_message(out, "the sandbox report could not be read: %s", rep->problem);
+    if (rep->setup_failed)
+      return set_message(out, "sandbox setup failed at %s%s%s", rep->setup_step,
+                         rep->setup_errno ? ": " : "",
+                         rep->setup_errno ? strerror(rep->setup_errno) : "");
+    if (f->init_reaped && WIFSIGNALED(f->init_status))
+      return set_message(out, "the sandbox's init ended without a report (killed by signal %d)",
+                         WTERMSIG(f->init_status));
+    return set_message(out, "the sandbox's init ended without a report");
+  }
+  /* 2. A denial is a fact only because it came on the report channel. */
+  if (rep->denial.present) {
+    out->state = CORRAL_STATE_DENIED;
+    out->kind = CORRAL_KIND_ENFORCEMENT_DENIED;
+    corral_denial *d = &out->denial;
+    *d = rep->denial;
+    memset(&rep->denial, 0, sizeof rep->denial); /* ownership moves */
+    if (!d->source)
+      d->source = CORRAL_SOURCE_PLATFORM_SANDBOX;
+    if (!d->next_action)
+      d->next_action = CORRAL_NEXT_REQUEST_APPROVAL;
+    if (!d->reason) {
+      char buf[600];
+      snprintf(buf, sizeof buf, "the sandbox denied %s on `%s`",
+               corral_enum_name(CORRAL_ENUM_CAPABILITY, (int)d->capability.kind),
+               d->capability.scope ? d->capability.scope : "");
+      d->reason = strdup(buf);
+    }
+    return set_message(out, "%s", d->reason ? d->reason : "denied by the sandbox");
+  }
+  if (!out->exit.present) { /* init killed before it could say anything */
+    out->exit.present = true;
+    out->exit.code = -1;
+    out->exit.signal = SIGKILL;
+  }
+  /* 3. */
+  if (f->timed_out) {
+    out->state = CORRAL_STATE_FAILED;
+    out->kind = CORRAL_KIND_TIMED_OUT;
+    return set_message(out, "timed out after %lld ms; the process tree was ended",
+                       (long long)f->timeout_ms);
+  }
+  /* 4. */
+  if (f->cancelled) {
+    out->state = CORRAL_STATE_CANCELLED;
+    out->kind = CORRAL_KIND_CANCELLED;
+    return set_message(out, "cancelled; the process tree was ended");
+  }
+  /* 5. */
+  if (out->exit.code == 0 && out->exit.signal == 0 && !rep->exec_failed) {
+    out->state = CORRAL_STATE_COMPLETED;
+    out->kind = CORRAL_KIND_SUCCESS;
+    return 0;
+  }
+  out->state = CORRAL_STATE_FAILED;
+  /* 6. Known from execve's errno, never guessed from exit code 127. */
+  if (rep->exec_failed && strcmp(rep->exec_step, "execve") == 0 && rep->exec_errno == ENOENT) {
+    out->kind = CORRAL_KIND_EXECUTABLE_NOT_FOUND;
+    out->exit.code = 127;
+    return set_message(out, "`%s`: command not found", name);
+  }
+  /* 7. */
+  out->kind = CORRAL_KIND_APPLICATION_FAILURE;
+  if (rep->exec_failed) {
+    out->exit.code = 126;
+    if (strcmp(rep->exec_step, "chdir") == 0)
+      return set_message(out, "cannot enter the working directory: %s",
+                         strerror(rep->exec_errno));
+    return set_message(out, "`%s`: cannot execute: %s", name, strerror(rep->exec_errno));
+  }
+  return 0;
+}

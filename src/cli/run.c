@@ -1,0 +1,177 @@
+/*
+ * run.c — `corral run`: one command, captured, with an honest exit code.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "corral.h"
+#include "options.h"
+
+enum { OPT_JSON = 1, OPT_TIMEOUT, OPT_UNSANDBOXED };
+
+static const struct cli_option run_options[] = {
+    {"json", NULL, OPT_JSON, "print the whole result (stdout, stderr, outcome) as one JSON object"},
+    {"timeout", "SECONDS", OPT_TIMEOUT,
+     "end the whole process tree after SECONDS (default: no limit); exit 124"},
+    {"unsandboxed", NULL, OPT_UNSANDBOXED,
+     "run without any sandbox; the outcome says enforcement is degraded"},
+};
+
+static const char run_usage[] =
+    "usage: corral run [options] [--] CMD [ARGS...]\n"
+    "Runs CMD in the sandbox, prints its stdout and stderr, and exits with its code\n"
+    "(128+N after signal N; 124 timed out; 125 sandbox setup failed or denied;\n"
+    "126 not executable; 127 not found; 2 bad usage).";
+
+struct run_args {
+  bool json;
+  long long timeout_ms;
+  bool unsandboxed;
+};
+
+static int on_run_option(void *ctx, int id, const char *value) {
+  struct run_args *a = ctx;
+  switch (id) {
+  case OPT_JSON:
+    a->json = true;
+    return 0;
+  case OPT_TIMEOUT:
+    return cli_parse_seconds("--timeout", value, &a->timeout_ms);
+  case OPT_UNSANDBOXED:
+    a->unsandboxed = true;
+    return 0;
+  }
+  return -1;
+}
+
+static corral_cancel *cancel_token;
+
+/* fd 0 may be closed when corral itself was started without stdin. */
+static bool fcntl_ok(int fd) { return fcntl(fd, F_GETFD) >= 0; }
+
+static void on_signal(int sig) {
+  (void)sig;
+  corral_cancel_trigger(cancel_token);
+}
+
+static int write_all(int fd, const char *data, size_t len) {
+  while (len > 0) {
+    ssize_t n = write(fd, data, len);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      return -1;
+    }
+    data += n;
+    len -= (size_t)n;
+  }
+  return 0;
+}
+
+static int build_request(corral_request *req, int argc, char **argv) {
+  char cwd[PATH_MAX];
+  if (!getcwd(cwd, sizeof cwd)) {
+    fprintf(stderr, "corral: cannot determine the current directory: %s\n", strerror(errno));
+    return -1;
+  }
+  corral_request_init(req);
+  req->origin = CORRAL_ORIGIN_INTERACTIVE_COMMAND;
+  req->mode = CORRAL_MODE_CAPTURED;
+  if (corral_request_set_command(req, argv[0], (const char *const *)argv + 1,
+                                 (size_t)argc - 1) < 0 ||
+      corral_request_set_working_directory(req, cwd) < 0 ||
+      corral_request_add_workspace_root(req, cwd) < 0) {
+    fprintf(stderr, "corral: out of memory\n");
+    return -1;
+  }
+  return 0;
+}
+
+int cmd_run(int argc, char **argv) {
+  struct run_args args = {0};
+  int first = cli_parse("corral run", run_usage, run_options,
+                        sizeof run_options / sizeof run_options[0], argc, argv, on_run_option,
+                        &args);
+  if (first == -2)
+    return 0;
+  if (first < 0)
+    return EXIT_USAGE;
+  if (first >= argc) {
+    fprintf(stderr, "corral run: no command given\nTry `corral run --help`.\n");
+    return EXIT_USAGE;
+  }
+
+  corral_request req;
+  if (build_request(&req, argc - first, argv + first) < 0)
+    return EXIT_SETUP;
+
+  /* Fail closed: without --unsandboxed there is no adapter yet that can
+   * enforce anything, so the runner refuses and says why. */
+  corral_adapter *adapter = NULL;
+  if (args.unsandboxed)
+    adapter = corral_adapter_new_direct(CORRAL_LEVEL_DEGRADED,
+                                        "--unsandboxed: the caller chose to run without a sandbox");
+
+  cancel_token = corral_cancel_new();
+  struct sigaction sa = {0};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGHUP, &sa, NULL);
+
+  corral_run_options opts;
+  corral_run_options_init(&opts);
+  opts.request = &req;
+  opts.adapter = adapter;
+  opts.timeout_ms = args.timeout_ms;
+  opts.cancel = cancel_token;
+  /* Piped input goes to the command; a terminal does not (captured mode is
+   * not interactive: `corral exec` is). */
+  if (!isatty(STDIN_FILENO) && fcntl_ok(STDIN_FILENO))
+    opts.stdin_fd = STDIN_FILENO;
+
+  corral_result res;
+  corral_error err = {0};
+  int rc;
+  if (corral_run(&opts, &res, &err) < 0) {
+    fprintf(stderr, "corral run: %s\n", err.message);
+    rc = EXIT_USAGE;
+  } else {
+    rc = corral_outcome_exit_code(&res.outcome);
+    if (args.json) {
+      char *json = corral_result_to_json(&res);
+      if (!json || write_all(STDOUT_FILENO, json, strlen(json)) < 0 ||
+          write_all(STDOUT_FILENO, "\n", 1) < 0)
+        rc = EXIT_SETUP;
+      free(json);
+    } else {
+      write_all(STDOUT_FILENO, res.stdout_data, res.stdout_len);
+      write_all(STDERR_FILENO, res.stderr_data, res.stderr_len);
+      if (res.stdout_truncated)
+        fprintf(stderr, "corral: stdout truncated: only the first %d bytes were kept\n",
+                CORRAL_CAPTURE_LIMIT);
+      if (res.stderr_truncated)
+        fprintf(stderr, "corral: stderr truncated: only the first %d bytes were kept\n",
+                CORRAL_CAPTURE_LIMIT);
+      const corral_outcome *o = &res.outcome;
+      if (o->kind != CORRAL_KIND_SUCCESS && o->kind != CORRAL_KIND_APPLICATION_FAILURE &&
+          o->message)
+        fprintf(stderr, "corral: %s\n", o->message);
+      else if (o->kind == CORRAL_KIND_APPLICATION_FAILURE && !o->launched && o->message)
+        fprintf(stderr, "corral: %s\n", o->message);
+    }
+  }
+  corral_result_free(&res);
+  corral_request_free(&req);
+  corral_adapter_free(adapter);
+  corral_cancel_free(cancel_token);
+  return rc;
+}

@@ -1,0 +1,545 @@
+/*
+ * launch.c — corral's init and the channel it reports on.
+ *
+ * The supervisor clones init (with the adapter's namespace flags); init runs
+ * the adapter's setup, forks the command and stays until the tree is gone.
+ *
+ * Protocol between supervisor and init (numbered as the code does it):
+ *   sync 1  supervisor: clone3(CLONE_PIDFD | adapter flags) -> init.
+ *   sync 2  supervisor: adapter's parent_setup (uid/gid maps), then one byte
+ *           on the sync pipe; EOF instead means "give up" and init exits.
+ *   sync 3  init: adapter's init_setup; failure -> REPORT_SETUP_FAILED, exit.
+ *   sync 4  init: forks the command; the command's execve errno comes back on
+ *           a close-on-exec pipe (EOF = exec succeeded) -> REPORT_LAUNCHED
+ *           or REPORT_EXEC_FAILED.
+ *   sync 5  init: reaps; forwards SIGINT SIGTERM SIGHUP SIGQUIT to the command;
+ *           SIGUSR1 (or the supervisor's death) ends the whole tree.  When
+ *           the command ends, whatever it left behind is killed, and
+ *           REPORT_EXITED carries its wait status.
+ *
+ * Invariants:
+ *   1. Code that runs in init or in the command before execve allocates
+ *      nothing and calls no stdio: the supervisor may be multithreaded, and
+ *      a lock held by another thread at clone time is never released.
+ *   2. Init never returns into library code; it _exits.
+ *   3. The report pipe is close-on-exec: the command cannot write to it.
+ *   4. Outside a pid namespace init is a child subreaper, so orphans (even
+ *      ones that called setsid) come back to it and can be ended.
+ */
+#include "launch.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/sched.h>
+#include <poll.h>
+#include <stdio.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "internal.h"
+
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+
+/* ------------------------------------------------------------- report */
+
+void report_write(int fd, enum report_type type, int value, int aux, const char *text) {
+  struct report_record rec;
+  memset(&rec, 0, sizeof rec);
+  rec.magic = REPORT_MAGIC;
+  rec.type = (uint32_t)type;
+  rec.value = value;
+  rec.aux = aux;
+  if (text) {
+    size_t n = strlen(text);
+    if (n >= sizeof rec.text)
+      n = sizeof rec.text - 1;
+    memcpy(rec.text, text, n);
+  }
+  ssize_t w;
+  do
+    w = write(fd, &rec, sizeof rec);
+  while (w < 0 && errno == EINTR);
+}
+
+void launch_report_free(launch_report *r) {
+  free(r->denial.capability.scope);
+  free(r->denial.reason);
+  memset(&r->denial, 0, sizeof r->denial);
+}
+
+static void copy_text(char *dst, size_t size, const char *src) {
+  size_t n = strnlen(src, REPORT_TEXT_MAX - 1);
+  if (n >= size)
+    n = size - 1;
+  memcpy(dst, src, n);
+  dst[n] = '\0';
+}
+
+void launch_report_parse(launch_report *r, const void *buf, size_t len) {
+  const struct report_record *rec = buf;
+  r->readable = true;
+  if (len % sizeof *rec) {
+    r->readable = false;
+    snprintf(r->problem, sizeof r->problem, "report has a partial record (%zu bytes)", len);
+    return;
+  }
+  for (size_t i = 0; i < len / sizeof *rec; i++, rec++) {
+    if (rec->magic != REPORT_MAGIC || rec->text[REPORT_TEXT_MAX - 1] != '\0') {
+      r->readable = false;
+      snprintf(r->problem, sizeof r->problem, "report record %zu is malformed", i);
+      return;
+    }
+    switch (rec->type) {
+    case REPORT_LAUNCHED:
+      r->launched = true;
+      break;
+    case REPORT_EXEC_FAILED:
+      r->exec_failed = true;
+      r->exec_errno = rec->value;
+      copy_text(r->exec_step, sizeof r->exec_step, rec->text);
+      break;
+    case REPORT_SETUP_FAILED:
+      if (!r->setup_failed) {
+        r->setup_failed = true;
+        r->setup_errno = rec->value;
+        copy_text(r->setup_step, sizeof r->setup_step, rec->text);
+      }
+      break;
+    case REPORT_DENIAL:
+      if (!r->denial.present) {
+        r->denial.present = true;
+        r->denial.capability.kind = (corral_capability_kind)rec->value;
+        r->denial.capability.scope = strdup(rec->text);
+      }
+      break;
+    case REPORT_EXITED:
+      r->exited = true;
+      r->wait_status = rec->value;
+      break;
+    default:
+      r->readable = false;
+      snprintf(r->problem, sizeof r->problem, "report record %zu has unknown type %u", i,
+               rec->type);
+      return;
+    }
+  }
+}
+
+/* ------------------------------------------------------------ plans */
+
+void launch_plan_free(launch_plan *plan) {
+  strv_free(plan->argv, plan->argc);
+  strv_free(plan->envp, plan->envc);
+  free(plan->cwd);
+  memset(plan, 0, sizeof *plan);
+}
+
+/* ------------------------------------------------ inside init (no malloc) */
+
+static pid_t raw_clone(unsigned long flags, int *pidfd) {
+  struct clone_args args;
+  memset(&args, 0, sizeof args);
+  args.flags = flags | (pidfd ? CLONE_PIDFD : 0);
+  args.pidfd = (uint64_t)(uintptr_t)pidfd;
+  args.exit_signal = SIGCHLD;
+  return (pid_t)syscall(SYS_clone3, &args, sizeof args);
+}
+
+static void sleep_ms(long ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+    ;
+}
+
+/* The PATH search execvp does, with the command's own PATH rather than the
+ * supervisor's.  Returns the errno that explains the failure. */
+int launch_exec_search(const char *name, char *const argv[], char *const envp[]) {
+  if (strchr(name, '/')) {
+    execve(name, argv, envp);
+    return errno;
+  }
+  const char *path = "/usr/local/bin:/usr/bin:/bin";
+  size_t klen = 5;
+  for (char *const *e = envp; *e; e++)
+    if (strncmp(*e, "PATH=", klen) == 0) {
+      path = *e + klen;
+      break;
+    }
+  size_t nlen = strlen(name);
+  bool saw_eacces = false;
+  int last = ENOENT;
+  for (const char *p = path;; p++) {
+    const char *end = strchrnul(p, ':');
+    char full[PATH_MAX];
+    size_t dlen = (size_t)(end - p);
+    if (dlen + nlen + 2 <= sizeof full) {
+      memcpy(full, p, dlen);
+      size_t off = dlen;
+      if (dlen == 0)
+        full[off++] = '.'; /* an empty entry means the current directory */
+      full[off++] = '/';
+      memcpy(full + off, name, nlen + 1);
+      execve(full, argv, envp);
+      switch (errno) {
+      case EACCES:
+        saw_eacces = true;
+        break;
+      case ENOENT:
+      case ENOTDIR:
+      case ELOOP:
+      case ENAMETOOLONG:
+        break;
+      default:
+        return errno; /* found something, and it cannot run */
+      }
+      last = errno;
+    }
+    if (*end == '\0')
+      break;
+    p = end;
+  }
+  return saw_eacces ? EACCES : (last == ENOTDIR ? ENOENT : last);
+}
+
+/* Sends sig to every descendant of init.  In a pid namespace init is pid 1
+ * and kill(-1) reaches exactly the namespace; outside one, walk the tree
+ * through /proc/<pid>/task/<tid>/children (breadth first, fixed storage). */
+static pid_t tree_pids[8192];
+
+static size_t read_children(pid_t pid, size_t n) {
+  char path[64];
+  char dents[4096];
+  snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+  int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0)
+    return n;
+  long got;
+  while ((got = syscall(SYS_getdents64, dfd, dents, sizeof dents)) > 0) {
+    for (long off = 0; off < got;) {
+      struct dirent64 *d = (struct dirent64 *)(dents + off);
+      off += d->d_reclen;
+      if (d->d_name[0] < '0' || d->d_name[0] > '9')
+        continue;
+      char cpath[96], buf[4096];
+      snprintf(cpath, sizeof cpath, "/proc/%d/task/%s/children", (int)pid, d->d_name);
+      int fd = open(cpath, O_RDONLY | O_CLOEXEC);
+      if (fd < 0)
+        continue;
+      ssize_t r = read(fd, buf, sizeof buf - 1);
+      close(fd);
+      if (r <= 0)
+        continue;
+      buf[r] = '\0';
+      for (char *s = buf; *s && n < ARRAY_SIZE(tree_pids);) {
+        char *endp;
+        long v = strtol(s, &endp, 10);
+        if (endp == s)
+          break;
+        tree_pids[n++] = (pid_t)v;
+        s = endp;
+      }
+    }
+  }
+  close(dfd);
+  return n;
+}
+
+static void kill_tree(int sig) {
+  pid_t self = getpid();
+  if (self == 1) {
+    kill(-1, sig);
+    return;
+  }
+  size_t n = read_children(self, 0);
+  for (size_t i = 0; i < n; i++) {
+    kill(tree_pids[i], sig);
+    n = read_children(tree_pids[i], n);
+  }
+}
+
+struct init_state {
+  pid_t command;
+  bool command_done;
+  int command_status;
+};
+
+static void reap(struct init_state *st) {
+  int status;
+  pid_t p;
+  while ((p = waitpid(-1, &status, WNOHANG | __WALL)) > 0)
+    if (p == st->command) {
+      st->command_done = true;
+      st->command_status = status;
+    }
+}
+
+static int status_to_code(int status) {
+  if (WIFEXITED(status))
+    return WEXITSTATUS(status);
+  if (WIFSIGNALED(status))
+    return 128 + WTERMSIG(status);
+  return 125;
+}
+
+/* Ends every remaining process (SIGKILL, repeated until none is left: a
+ * process may fork between the walk and the kill) and reports. */
+static _Noreturn void finish(struct init_state *st, int report_fd, bool killed) {
+  for (;;) {
+    kill_tree(SIGKILL);
+    reap(st);
+    if (waitpid(-1, NULL, WNOHANG | __WALL) < 0 && errno == ECHILD)
+      break;
+    sleep_ms(1);
+  }
+  int status = st->command_done ? st->command_status : SIGKILL;
+  report_write(report_fd, REPORT_EXITED, status, killed, NULL);
+  _exit(status_to_code(status));
+}
+
+/* SIGTERM to the whole tree, up to LAUNCH_GRACE_MS for it to go, then kill. */
+static _Noreturn void terminate_tree(struct init_state *st, int sfd, int report_fd) {
+  struct timespec start, now;
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  kill_tree(SIGTERM);
+  if (!st->command_done)
+    kill(st->command, SIGCONT); /* a stopped command cannot handle SIGTERM */
+  for (;;) {
+    reap(st);
+    if (waitpid(-1, NULL, WNOHANG | __WALL) < 0 && errno == ECHILD)
+      break;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    long spent = (now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000;
+    if (spent >= LAUNCH_GRACE_MS)
+      break;
+    struct pollfd pfd = {.fd = sfd, .events = POLLIN};
+    if (poll(&pfd, 1, (int)(LAUNCH_GRACE_MS - spent)) > 0) {
+      struct signalfd_siginfo si;
+      while (read(sfd, &si, sizeof si) == sizeof si)
+        ;
+    }
+  }
+  finish(st, report_fd, true);
+}
+
+/* Moves fd to at least `min`, close-on-exec; returns the new number. */
+static int move_fd_above(int fd, int min) {
+  int n = fcntl(fd, F_DUPFD_CLOEXEC, min);
+  return n;
+}
+
+static _Noreturn void command_main(const launch_plan *plan, int exec_fd) {
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, NULL);
+  setsid(); /* no controlling terminal: nothing can be injected into the caller's */
+  syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
+  int err;
+  char step;
+  if (plan->cwd && chdir(plan->cwd) < 0) {
+    err = errno;
+    step = 'c';
+  } else {
+    err = launch_exec_search(plan->argv[0], plan->argv, plan->envp);
+    step = 'e';
+  }
+  char msg[1 + sizeof err];
+  msg[0] = step;
+  memcpy(msg + 1, &err, sizeof err);
+  ssize_t w = write(exec_fd, msg, sizeof msg);
+  (void)w;
+  _exit(err == ENOENT && step == 'e' ? 127 : 126);
+}
+
+static _Noreturn void init_main(const launch_plan *plan, int stdio[3], int report_fd, int sync_fd,
+                                pid_t parent) {
+  bool pid_ns = (plan->clone_flags & CLONE_NEWPID) != 0;
+  struct init_state st = {.command = -1};
+
+  /* Handlers installed by the embedding program are not ours to run. */
+  for (int s = 1; s < NSIG; s++)
+    if (s != SIGKILL && s != SIGSTOP)
+      signal(s, SIG_DFL);
+  sigset_t mask;
+  sigemptyset(&mask);
+  sigaddset(&mask, SIGINT), sigaddset(&mask, SIGTERM), sigaddset(&mask, SIGHUP);
+  sigaddset(&mask, SIGQUIT), sigaddset(&mask, SIGUSR1), sigaddset(&mask, SIGCHLD);
+  sigaddset(&mask, SIGPIPE);
+  sigprocmask(SIG_SETMASK, &mask, NULL);
+
+  /* The supervisor's death ends the tree: in a pid namespace the kernel
+   * kills everything with init; outside, SIGUSR1 makes init end it. */
+  prctl(PR_SET_PDEATHSIG, pid_ns ? SIGKILL : SIGUSR1);
+  if (!pid_ns && getppid() != parent)
+    _exit(125);
+  if (!pid_ns)
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+
+  /* sync 2: wait for the supervisor's part. */
+  if (sync_fd >= 0) {
+    char c;
+    ssize_t r;
+    do
+      r = read(sync_fd, &c, 1);
+    while (r < 0 && errno == EINTR);
+    if (r != 1)
+      _exit(125);
+    close(sync_fd);
+  }
+
+  /* sync 3: the adapter's setup inside init. */
+  if (plan->init_setup && plan->init_setup(plan, report_fd) < 0)
+    _exit(125);
+
+  /* Descriptors: stdio to 0-2 (via copies above 2, since they may overlap),
+   * the report pipe kept, everything else from the supervisor closed. */
+  int high[3];
+  for (int i = 0; i < 3; i++)
+    high[i] = move_fd_above(stdio[i], 10);
+  report_fd = move_fd_above(report_fd, 10);
+  for (int i = 0; i < 3; i++)
+    dup2(high[i], i);
+  int rfd = fcntl(report_fd, F_DUPFD_CLOEXEC, 3);
+  syscall(SYS_close_range, 3U, (unsigned)rfd - 1, 0U);
+  syscall(SYS_close_range, (unsigned)rfd + 1, ~0U, 0U);
+  report_fd = rfd;
+
+  int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+  int ep[2];
+  if (sfd < 0 || pipe2(ep, O_CLOEXEC) < 0) {
+    report_write(report_fd, REPORT_SETUP_FAILED, errno, 0, "init: signalfd/pipe");
+    _exit(125);
+  }
+
+  /* sync 4: the command. */
+  pid_t pid = raw_clone(0, NULL);
+  if (pid < 0) {
+    report_write(report_fd, REPORT_SETUP_FAILED, errno, 0, "init: fork of the command");
+    _exit(125);
+  }
+  if (pid == 0) {
+    close(ep[0]);
+    command_main(plan, ep[1]);
+  }
+  st.command = pid;
+  close(ep[1]);
+  char msg[1 + sizeof(int)];
+  ssize_t got, total = 0;
+  while (total < (ssize_t)sizeof msg) {
+    got = read(ep[0], msg + total, sizeof msg - (size_t)total);
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got <= 0)
+      break;
+    total += got;
+  }
+  close(ep[0]);
+  if (total == (ssize_t)sizeof msg) {
+    int e;
+    memcpy(&e, msg + 1, sizeof e);
+    report_write(report_fd, REPORT_EXEC_FAILED, e, 0, msg[0] == 'c' ? "chdir" : "execve");
+  } else {
+    report_write(report_fd, REPORT_LAUNCHED, 0, 0, NULL);
+  }
+  /* Init keeps no copy of the command's stdio: EOF on the supervisor's
+   * pipes must depend on the command's tree alone. */
+  close(0), close(1), close(2);
+
+  /* sync 5: supervise. */
+  for (;;) {
+    struct signalfd_siginfo si;
+    struct pollfd pfd = {.fd = sfd, .events = POLLIN};
+    if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
+      terminate_tree(&st, sfd, report_fd);
+    ssize_t r = read(sfd, &si, sizeof si);
+    if (r != sizeof si) {
+      if (r < 0 && (errno == EINTR || errno == EAGAIN))
+        continue;
+      terminate_tree(&st, sfd, report_fd);
+    }
+    switch (si.ssi_signo) {
+    case SIGCHLD:
+      reap(&st);
+      if (st.command_done)
+        finish(&st, report_fd, false);
+      break;
+    case SIGUSR1:
+      terminate_tree(&st, sfd, report_fd);
+    case SIGPIPE:
+      break;
+    default:
+      if (!st.command_done)
+        kill(st.command, (int)si.ssi_signo);
+      break;
+    }
+  }
+}
+
+/* ----------------------------------------------------------- supervisor */
+
+int launch_start(const launch_plan *plan, int stdin_fd, int stdout_fd, int stderr_fd,
+                 launch_child *child, corral_error *err) {
+  int report[2], sync[2] = {-1, -1};
+  child->pid = -1;
+  child->pidfd = -1;
+  child->report_fd = -1;
+  if (pipe2(report, O_CLOEXEC) < 0)
+    return error_sys(err, "creating the report pipe");
+  if (plan->parent_setup && pipe2(sync, O_CLOEXEC) < 0) {
+    close(report[0]), close(report[1]);
+    return error_sys(err, "creating the sync pipe");
+  }
+  pid_t parent = getpid();
+  int pidfd = -1;
+  /* sync 1 */
+  pid_t pid = raw_clone(plan->clone_flags, &pidfd);
+  if (pid < 0) {
+    int e = errno;
+    close(report[0]), close(report[1]);
+    if (sync[0] >= 0)
+      close(sync[0]), close(sync[1]);
+    errno = e;
+    return error_sys(err, "clone3 of the sandbox init (flags %#lx)", plan->clone_flags);
+  }
+  if (pid == 0) {
+    int stdio[3] = {stdin_fd, stdout_fd, stderr_fd};
+    close(report[0]);
+    if (sync[1] >= 0)
+      close(sync[1]);
+    init_main(plan, stdio, report[1], sync[0], parent);
+  }
+  close(report[1]);
+  fcntl(report[0], F_SETFL, O_NONBLOCK);
+  child->pid = pid;
+  child->pidfd = pidfd;
+  child->report_fd = report[0];
+  if (sync[0] >= 0) {
+    close(sync[0]);
+    /* sync 2 */
+    int r = plan->parent_setup(plan, pid, err);
+    if (r == 0 && write(sync[1], "1", 1) != 1)
+      r = error_sys(err, "releasing the sandbox init");
+    close(sync[1]);
+    if (r < 0) {
+      launch_kill(child);
+      waitpid(pid, NULL, 0);
+      close(child->pidfd), close(child->report_fd);
+      child->pid = child->pidfd = child->report_fd = -1;
+      return r;
+    }
+  }
+  return 0;
+}
+
+static void send_signal(const launch_child *child, int sig) {
+  if (child->pidfd >= 0)
+    syscall(SYS_pidfd_send_signal, child->pidfd, sig, NULL, 0);
+}
+
+void launch_terminate(const launch_child *child) { send_signal(child, SIGUSR1); }
+void launch_kill(const launch_child *child) { send_signal(child, SIGKILL); }

@@ -1,0 +1,112 @@
+/*
+ * launch.h — starting a command under corral's init, and the report that
+ * comes back on a channel the command cannot write to.
+ *
+ * Every adapter launches the same way: the supervisor clones an init process
+ * (with the adapter's namespace flags), the adapter's setup runs inside it,
+ * and init forks the command.  Init reaps, forwards signals, ends the whole
+ * tree on request, and writes fixed-size records on the report pipe, which
+ * is close-on-exec so the command never holds it.
+ */
+#ifndef CORRAL_LAUNCH_H
+#define CORRAL_LAUNCH_H
+
+#include <signal.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "corral.h"
+
+/* Records init (or the adapter's setup inside it) writes.  Each record is
+ * written with one write() of less than PIPE_BUF bytes, so it is atomic. */
+enum report_type {
+  REPORT_LAUNCHED = 1,  /* the command's execve succeeded */
+  REPORT_EXEC_FAILED,   /* value: errno; text: the step (`chdir`, `execve`) */
+  REPORT_SETUP_FAILED,  /* value: errno; text: which step failed, and how */
+  REPORT_DENIAL,        /* value: capability kind; text: the exact scope */
+  REPORT_EXITED,        /* value: the command's wait status; aux: 1 if killed by init */
+};
+
+#define REPORT_MAGIC 0x636f7272u /* "corr" */
+#define REPORT_TEXT_MAX 480
+
+struct report_record {
+  uint32_t magic;
+  uint32_t type;
+  int32_t value;
+  int32_t aux;
+  char text[REPORT_TEXT_MAX];
+};
+
+/* What the runner learns from the report, once the process tree is gone. */
+typedef struct launch_report {
+  bool readable;           /* false: malformed, or init ended without EXITED */
+  bool launched;           /* a REPORT_LAUNCHED record arrived (init saw execve succeed) */
+  bool adapter_launched;   /* set by an adapter's finish when the plan says it owns launch */
+  bool exec_failed;
+  int exec_errno;
+  char exec_step[64];
+  bool setup_failed;
+  int setup_errno;
+  char setup_step[REPORT_TEXT_MAX];
+  bool exited;
+  int wait_status;
+  corral_denial denial;    /* first denial; owned strings */
+  char problem[256];       /* why the report is unreadable */
+} launch_report;
+
+void launch_report_free(launch_report *r);
+/* Parses the records in buf[0..len); sets readable=false on garbage. */
+void launch_report_parse(launch_report *r, const void *buf, size_t len);
+
+/* Writes one record; async-signal-safe (used inside init). */
+void report_write(int fd, enum report_type type, int value, int aux, const char *text);
+
+struct launch_plan;
+/* Adapter hooks.  `init_setup` runs inside init before the command is forked;
+ * it must not allocate (the caller may be multithreaded) and reports failure
+ * with REPORT_SETUP_FAILED before returning -1.  `parent_setup` runs in the
+ * supervisor after the clone and before init proceeds (uid/gid maps). */
+typedef int (*launch_init_setup_fn)(const struct launch_plan *plan, int report_fd);
+typedef int (*launch_parent_setup_fn)(const struct launch_plan *plan, pid_t child,
+                                      corral_error *err);
+
+typedef struct launch_plan {
+  char **argv;      /* owned: argv[0] is the command name as requested */
+  size_t argc;
+  char **envp;      /* owned: the complete environment */
+  size_t envc;
+  char *cwd;        /* owned */
+  unsigned long clone_flags;    /* namespaces for init (CLONE_NEW*) */
+  bool adapter_owns_launch;     /* only a LAUNCHED record says "launched" */
+  launch_init_setup_fn init_setup;
+  launch_parent_setup_fn parent_setup;
+  void *adapter_data;           /* the adapter's, freed by its cleanup */
+} launch_plan;
+
+void launch_plan_free(launch_plan *plan);
+
+typedef struct launch_child {
+  pid_t pid;       /* init's pid, as the supervisor sees it */
+  int pidfd;       /* signals go through this, never through pid */
+  int report_fd;   /* read end of the report pipe, non-blocking */
+} launch_child;
+
+/* Starts init with stdio on the given descriptors (not consumed).
+ * Returns 0 or a negative code with err naming the step. */
+int launch_start(const launch_plan *plan, int stdin_fd, int stdout_fd, int stderr_fd,
+                 launch_child *child, corral_error *err);
+
+/* Asks init to end the whole tree: SIGTERM to every process, a grace period,
+ * then SIGKILL.  Safe after init has exited (the pidfd says ESRCH). */
+void launch_terminate(const launch_child *child);
+/* Last resort when init does not answer: SIGKILL init itself. */
+void launch_kill(const launch_child *child);
+
+/* Grace between SIGTERM and SIGKILL when a tree is ended. */
+#define LAUNCH_GRACE_MS 200
+
+/* Reads a file's last path of PATH search inside init; exposed for tests. */
+int launch_exec_search(const char *name, char *const argv[], char *const envp[]);
+
+#endif

@@ -1,0 +1,96 @@
+/* utf8.c — turn arbitrary command output into text that is valid JSON. */
+#include "internal.h"
+#include "json_util.h"
+
+/* Length of the valid UTF-8 sequence at s (1..4), or 0 when it is invalid
+ * or cut short.  Rejects overlongs, surrogates and values above U+10FFFF. */
+static size_t utf8_seq_len(const unsigned char *s, size_t avail) {
+  unsigned char c = s[0];
+  size_t n;
+  unsigned min;
+  unsigned cp;
+  if (c < 0x80)
+    return 1;
+  if (c >= 0xC2 && c <= 0xDF)
+    n = 2, min = 0x80, cp = c & 0x1F;
+  else if (c >= 0xE0 && c <= 0xEF)
+    n = 3, min = 0x800, cp = c & 0x0F;
+  else if (c >= 0xF0 && c <= 0xF4)
+    n = 4, min = 0x10000, cp = c & 0x07;
+  else
+    return 0;
+  if (avail < n)
+    return 0;
+  for (size_t i = 1; i < n; i++) {
+    if ((s[i] & 0xC0) != 0x80)
+      return 0;
+    cp = (cp << 6) | (s[i] & 0x3F);
+  }
+  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+    return 0;
+  return n;
+}
+
+char *utf8_sanitize(const char *data, size_t len, size_t *out_len, bool *valid) {
+  /* Each invalid byte becomes three bytes (EF BF BD) at most. */
+  char *out = malloc(len * 3 + 1);
+  size_t o = 0;
+  bool ok = true;
+  if (!out)
+    return NULL;
+  for (size_t i = 0; i < len;) {
+    size_t n = utf8_seq_len((const unsigned char *)data + i, len - i);
+    if (n == 0) {
+      out[o++] = (char)0xEF, out[o++] = (char)0xBF, out[o++] = (char)0xBD;
+      ok = false;
+      i++;
+      continue;
+    }
+    memcpy(out + o, data + i, n);
+    o += n;
+    i += n;
+  }
+  out[o] = '\0';
+  if (out_len)
+    *out_len = o;
+  if (valid)
+    *valid = ok;
+  return out;
+}
+
+size_t utf8_prefix_len(const char *data, size_t len) {
+  /* Step back over at most three continuation bytes to the last lead byte;
+   * keep it only when its whole sequence fits. */
+  size_t i = len, back = 0;
+  while (i > 0 && back < 3 && ((unsigned char)data[i - 1] & 0xC0) == 0x80)
+    i--, back++;
+  if (i == 0)
+    return len;
+  unsigned char lead = (unsigned char)data[i - 1];
+  if (lead < 0xC0)
+    return len; /* ASCII or a stray continuation byte: nothing is split */
+  size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2;
+  return back + 1 >= need ? len : i - 1;
+}
+
+char *base64_encode(const void *data, size_t len) {
+  static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  const unsigned char *s = data;
+  char *out = malloc((len + 2) / 3 * 4 + 1);
+  size_t o = 0, i = 0;
+  if (!out)
+    return NULL;
+  for (; i + 2 < len; i += 3) {
+    unsigned v = (unsigned)s[i] << 16 | (unsigned)s[i + 1] << 8 | s[i + 2];
+    out[o++] = tbl[v >> 18], out[o++] = tbl[(v >> 12) & 63];
+    out[o++] = tbl[(v >> 6) & 63], out[o++] = tbl[v & 63];
+  }
+  if (i < len) {
+    unsigned v = (unsigned)s[i] << 16 | (i + 1 < len ? (unsigned)s[i + 1] << 8 : 0);
+    out[o++] = tbl[v >> 18], out[o++] = tbl[(v >> 12) & 63];
+    out[o++] = i + 1 < len ? tbl[(v >> 6) & 63] : '=';
+    out[o++] = '=';
+  }
+  out[o] = '\0';
+  return out;
+}
