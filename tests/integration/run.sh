@@ -1,1 +1,86 @@
-echo "1 passed, 0 failed"
+# corral run: the real binary, its exit codes, its JSON and its failures.
+. "$(dirname "$0")/../lib.sh"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+
+t "success passes output through"
+out=$("$CORRAL" run --unsandboxed -- sh -c 'echo out; echo err >&2' 2>"$work/err")
+expect_eq 0 $? "exit"
+expect_eq out "$out"
+expect_contains "$(cat "$work/err")" err
+
+t "exit code of the command"
+"$CORRAL" run --unsandboxed -- sh -c 'exit 7'; expect_eq 7 $?
+
+t "128+N after signal N"
+"$CORRAL" run --unsandboxed -- sh -c 'kill -TERM $$'; expect_eq 143 $?
+
+t "not found is 127 and says so"
+err=$("$CORRAL" run --unsandboxed -- corral-no-such-command 2>&1); rc=$?
+expect_eq 127 $rc
+expect_contains "$err" "command not found"
+
+t "not executable is 126"
+printf '#!/bin/sh\necho hi\n' > "$work/script"; chmod 644 "$work/script"
+"$CORRAL" run --unsandboxed -- "$work/script" 2>/dev/null; expect_eq 126 $?
+
+t "timeout is 124 and ends the tree"
+start=$(date +%s%N)
+"$CORRAL" run --unsandboxed --timeout 0.2 -- sh -c 'sleep 30 & sleep 30' 2>/dev/null; rc=$?
+end=$(date +%s%N)
+expect_eq 124 $rc
+[ $(( (end - start) / 1000000 )) -lt 3000 ] && pass || fail "took $(( (end - start) / 1000000 )) ms"
+
+t "stdin from a pipe reaches the command"
+out=$(printf 'a\nb\n' | "$CORRAL" run --unsandboxed -- wc -l)
+expect_eq 2 "$out"
+
+t "without a sandbox it refuses (fail closed)"
+err=$("$CORRAL" run -- touch "$work/should-not-exist" 2>&1); rc=$?
+expect_eq 125 $rc
+expect_contains "$err" "not run"
+expect_absent "$work/should-not-exist"
+
+t "--json: the whole result, valid UTF-8 with binary output"
+json=$("$CORRAL" run --unsandboxed --json -- sh -c 'printf "ok\377\000z"; echo e >&2; exit 3'); rc=$?
+expect_eq 3 $rc
+expect_eq application_failure "$(printf '%s' "$json" | json_get outcome.kind)"
+expect_eq failed "$(printf '%s' "$json" | json_get outcome.state)"
+expect_eq 3 "$(printf '%s' "$json" | json_get outcome.exit.code)"
+expect_eq "e" "$(printf '%s' "$json" | json_get stderr)"
+expect_eq b2v/AHo= "$(printf '%s' "$json" | json_get stdoutBase64)"
+expect_eq true "$(printf '%s' "$json" | json_get outcome.enforcement.degraded)"
+expect_eq direct "$(printf '%s' "$json" | json_get outcome.enforcement.backend)"
+expect_eq true "$(printf '%s' "$json" | json_get outcome.launched)"
+printf '%s' "$json" | iconv -f UTF-8 -t UTF-8 >/dev/null && pass || fail "not valid UTF-8"
+
+t "--json: truncation flags"
+json=$("$CORRAL" run --unsandboxed --json -- head -c 1048577 /dev/zero)
+expect_eq true "$(printf '%s' "$json" | json_get truncated.stdout)"
+expect_eq false "$(printf '%s' "$json" | json_get truncated.stderr)"
+
+t "--json: setup failure outcome"
+json=$("$CORRAL" run --json -- true); rc=$?
+expect_eq 125 $rc
+expect_eq sandbox_setup_failure "$(printf '%s' "$json" | json_get outcome.kind)"
+expect_eq -1 "$(printf '%s' "$json" | json_get outcome.exit.code)"
+expect_eq false "$(printf '%s' "$json" | json_get outcome.launched)"
+
+t "usage errors exit 2 with a hint"
+err=$("$CORRAL" run --bogus -- true 2>&1); expect_eq 2 $?
+expect_contains "$err" "--help"
+"$CORRAL" run --timeout abc -- true 2>/dev/null; expect_eq 2 $?
+"$CORRAL" run 2>/dev/null; expect_eq 2 $?
+"$CORRAL" frobnicate 2>/dev/null; expect_eq 2 $?
+"$CORRAL" 2>/dev/null; expect_eq 2 $?
+
+t "SIGTERM to corral run cancels and leaves nothing"
+"$CORRAL" run --unsandboxed -- sh -c "echo \$\$ > $work/pid; exec sleep 30" & cpid=$!
+for _ in $(seq 100); do [ -s "$work/pid" ] && break; sleep 0.02; done
+kill -TERM $cpid; wait $cpid; rc=$?
+expect_eq 130 $rc
+sleep 0.1
+kill -0 "$(cat "$work/pid")" 2>/dev/null && fail "sleep survived" || pass
+
+finish

@@ -1,0 +1,36 @@
+# lib.sh — tiny assertion helpers for the tests that drive the real binary.
+# Each test file sources this, calls `ok`/`expect_*`, and ends with `finish`.
+set -u
+: "${CORRAL:?CORRAL must point at the corral binary}"
+passed=0
+failed=0
+current=""
+
+t() { current="$*"; }
+pass() { passed=$((passed + 1)); }
+fail() {
+  failed=$((failed + 1))
+  printf 'FAIL: %s: %s\n' "$current" "$*" >&2
+}
+# expect_eq WANT GOT [what]
+expect_eq() {
+  if [ "$1" = "$2" ]; then pass; else fail "${3:-value}: want [$1], got [$2]"; fi
+}
+# expect_contains HAYSTACK NEEDLE
+expect_contains() {
+  case "$1" in *"$2"*) pass ;; *) fail "[$2] not found in [$(printf '%s' "$1" | head -c 600)]" ;; esac
+}
+expect_not_contains() {
+  case "$1" in *"$2"*) fail "[$2] unexpectedly found" ;; *) pass ;; esac
+}
+expect_absent() { if [ -e "$1" ] || [ -L "$1" ]; then fail "$1 exists"; else pass; fi; }
+# jq-free JSON field access through python3 (present on Debian's base).
+json_get() { python3 -c 'import json,sys
+v=json.load(sys.stdin)
+for k in sys.argv[1].split("."):
+    v = v[int(k)] if isinstance(v, list) else v.get(k) if isinstance(v, dict) else None
+print("null" if v is None else (json.dumps(v) if isinstance(v,(dict,list,bool)) else v))' "$1"; }
+finish() {
+  printf '%d passed, %d failed\n' "$passed" "$failed"
+  [ "$failed" -eq 0 ]
+}
