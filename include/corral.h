@@ -270,6 +270,63 @@ CORRAL_EXTERN corral_adapter *corral_adapter_new_direct(corral_level level, cons
 CORRAL_EXTERN void corral_adapter_free(corral_adapter *adapter);
 CORRAL_EXTERN const char *corral_adapter_name(const corral_adapter *adapter);
 
+
+/* ------------------------------------------------------------- policy */
+
+/* A policy says what the sandbox allows.  Built-in defaults: enforce; read
+ * everything; write the workspace roots, /tmp and $TMPDIR; network denied.
+ * Never read from inside a workspace, so a repository cannot loosen its own
+ * sandbox. */
+typedef struct corral_policy corral_policy;
+
+typedef enum corral_policy_list {
+  CORRAL_POLICY_ALLOW_READ = 1, /* re-include inside a deny-read path */
+  CORRAL_POLICY_DENY_READ,      /* a directory shows empty, a file is unreadable */
+  CORRAL_POLICY_ALLOW_WRITE,    /* an extra write root */
+  CORRAL_POLICY_DENY_WRITE,     /* read-only, even inside a write root */
+  CORRAL_POLICY_READ_ROOTS,     /* what is visible; default "/" */
+  CORRAL_POLICY_PROTECTED_NAMES, /* metadata names protected in write roots */
+  CORRAL_POLICY_SENSITIVE_ENV,  /* extra environment variables to remove */
+} corral_policy_list;
+
+CORRAL_EXTERN corral_policy *corral_policy_new(void);
+CORRAL_EXTERN void corral_policy_free(corral_policy *policy);
+/* Merges a JSON policy file over the current values.  Unknown fields are an
+ * error (a typo must not loosen a sandbox).  Returns 0, -errno when the file
+ * cannot be read, or CORRAL_EBADJSON naming the file and the field. */
+CORRAL_EXTERN int corral_policy_load_file(corral_policy *policy, const char *path,
+                                          corral_error *err);
+/* Loads $XDG_CONFIG_HOME/corral/policy.json (or ~/.config/...) if it exists. */
+CORRAL_EXTERN int corral_policy_load_user(corral_policy *policy, corral_error *err);
+/* Appends a path (copied; `~` expanded when the profile is resolved). */
+CORRAL_EXTERN int corral_policy_add(corral_policy *policy, corral_policy_list list,
+                                    const char *value);
+/* Replaces a list with nothing (e.g. before setting protected names). */
+CORRAL_EXTERN void corral_policy_clear(corral_policy *policy, corral_policy_list list);
+CORRAL_EXTERN void corral_policy_set_enforce(corral_policy *policy, bool enforce);
+CORRAL_EXTERN void corral_policy_set_network(corral_policy *policy, bool allow);
+CORRAL_EXTERN void corral_policy_set_block_unix_sockets(corral_policy *policy, bool block);
+CORRAL_EXTERN void corral_policy_set_temp(corral_policy *policy, bool writable);
+CORRAL_EXTERN void corral_policy_set_workspace_writable(corral_policy *policy, bool writable);
+/* The effective permission profile for a request's workspace roots, as
+ * JSON (caller frees), or NULL with err set (a path cannot be resolved). */
+CORRAL_EXTERN char *corral_policy_profile_json(const corral_policy *policy,
+                                               const char *const *workspace_roots,
+                                               size_t nroots, corral_error *err);
+
+/* Chooses the adapter for a policy on this machine: the Linux adapter when
+ * the kernel can enforce; `direct` at level disabled when the policy's mode
+ * is disabled.  When it cannot enforce: NULL with the reason in err, unless
+ * CORRAL_ALLOW_DEGRADED, which then gives `direct` at level degraded with
+ * that reason.  The policy is copied. */
+#define CORRAL_ALLOW_DEGRADED 0x1u
+CORRAL_EXTERN corral_adapter *corral_adapter_new_default(const corral_policy *policy,
+                                                         unsigned flags, corral_error *err);
+/* The Linux namespace adapter, whatever the machine; NULL with err when the
+ * policy cannot be compiled (e.g. a seccomp program). The policy is copied. */
+CORRAL_EXTERN corral_adapter *corral_adapter_new_linux(const corral_policy *policy,
+                                                       corral_error *err);
+
 /* ------------------------------------------------------ cancellation */
 
 /* A cancellation token.  corral_cancel_trigger is async-signal-safe and

@@ -7,5 +7,6 @@
 #define EXIT_SETUP 125
 
 int cmd_run(int argc, char **argv);
+int cmd_policy(int argc, char **argv);
 
 #endif

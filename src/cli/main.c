@@ -13,6 +13,7 @@ struct subcommand {
 
 static const struct subcommand subcommands[] = {
     {"run", cmd_run, "run one command in the sandbox and capture its output"},
+    {"policy", cmd_policy, "print the effective permission profile as JSON"},
 };
 
 static void usage(FILE *out) {

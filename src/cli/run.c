@@ -13,15 +13,15 @@
 #include "cli.h"
 #include "corral.h"
 #include "options.h"
+#include "policy_flags.h"
 
-enum { OPT_JSON = 1, OPT_TIMEOUT, OPT_UNSANDBOXED };
+enum { OPT_JSON = 1, OPT_TIMEOUT };
 
 static const struct cli_option run_options[] = {
     {"json", NULL, OPT_JSON, "print the whole result (stdout, stderr, outcome) as one JSON object"},
     {"timeout", "SECONDS", OPT_TIMEOUT,
      "end the whole process tree after SECONDS (default: no limit); exit 124"},
-    {"unsandboxed", NULL, OPT_UNSANDBOXED,
-     "run without any sandbox; the outcome says enforcement is degraded"},
+    POLICY_FLAG_OPTIONS,
 };
 
 static const char run_usage[] =
@@ -33,7 +33,7 @@ static const char run_usage[] =
 struct run_args {
   bool json;
   long long timeout_ms;
-  bool unsandboxed;
+  struct policy_flags pf;
 };
 
 static int on_run_option(void *ctx, int id, const char *value) {
@@ -44,11 +44,8 @@ static int on_run_option(void *ctx, int id, const char *value) {
     return 0;
   case OPT_TIMEOUT:
     return cli_parse_seconds("--timeout", value, &a->timeout_ms);
-  case OPT_UNSANDBOXED:
-    a->unsandboxed = true;
-    return 0;
   }
-  return -1;
+  return policy_flag(&a->pf, id, value) == 0 ? 0 : -1;
 }
 
 static corral_cancel *cancel_token;
@@ -75,7 +72,8 @@ static int write_all(int fd, const char *data, size_t len) {
   return 0;
 }
 
-static int build_request(corral_request *req, int argc, char **argv) {
+static int build_request(corral_request *req, int argc, char **argv, char **roots,
+                         size_t nroots) {
   char cwd[PATH_MAX];
   if (!getcwd(cwd, sizeof cwd)) {
     fprintf(stderr, "corral: cannot determine the current directory: %s\n", strerror(errno));
@@ -86,11 +84,13 @@ static int build_request(corral_request *req, int argc, char **argv) {
   req->mode = CORRAL_MODE_CAPTURED;
   if (corral_request_set_command(req, argv[0], (const char *const *)argv + 1,
                                  (size_t)argc - 1) < 0 ||
-      corral_request_set_working_directory(req, cwd) < 0 ||
-      corral_request_add_workspace_root(req, cwd) < 0) {
+      corral_request_set_working_directory(req, cwd) < 0) {
     fprintf(stderr, "corral: out of memory\n");
     return -1;
   }
+  for (size_t i = 0; i < nroots; i++)
+    if (corral_request_add_workspace_root(req, roots[i]) < 0)
+      return -1;
   return 0;
 }
 
@@ -108,16 +108,32 @@ int cmd_run(int argc, char **argv) {
     return EXIT_USAGE;
   }
 
+  char **roots;
+  size_t nroots;
   corral_request req;
-  if (build_request(&req, argc - first, argv + first) < 0)
-    return EXIT_SETUP;
+  corral_request_init(&req);
+  if (policy_flags_roots(&args.pf, &roots, &nroots) < 0) {
+    policy_flags_free(&args.pf);
+    return EXIT_USAGE;
+  }
+  corral_policy *policy = policy_flags_build(&args.pf, roots, nroots);
+  if (!policy || build_request(&req, argc - first, argv + first, roots, nroots) < 0) {
+    for (size_t i = 0; i < nroots; i++)
+      free(roots[i]);
+    free(roots);
+    policy_flags_free(&args.pf);
+    corral_request_free(&req);
+    return policy ? EXIT_SETUP : EXIT_USAGE;
+  }
+  for (size_t i = 0; i < nroots; i++)
+    free(roots[i]);
+  free(roots);
 
-  /* Fail closed: without --unsandboxed there is no adapter yet that can
-   * enforce anything, so the runner refuses and says why. */
-  corral_adapter *adapter = NULL;
-  if (args.unsandboxed)
-    adapter = corral_adapter_new_direct(CORRAL_LEVEL_DEGRADED,
-                                        "--unsandboxed: the caller chose to run without a sandbox");
+  /* Fail closed: no adapter means the runner refuses, and says why. */
+  char why[1200] = "";
+  corral_adapter *adapter = policy_flags_adapter(&args.pf, policy, why, sizeof why);
+  if (!adapter)
+    fprintf(stderr, "corral: %s\n", why);
 
   cancel_token = corral_cancel_new();
   struct sigaction sa = {0};
@@ -172,6 +188,8 @@ int cmd_run(int argc, char **argv) {
   corral_result_free(&res);
   corral_request_free(&req);
   corral_adapter_free(adapter);
+  corral_policy_free(policy);
+  policy_flags_free(&args.pf);
   corral_cancel_free(cancel_token);
   return rc;
 }

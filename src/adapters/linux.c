@@ -1,0 +1,164 @@
+/*
+ * linux.c — the default adapter: namespaces, mounts, Landlock and seccomp,
+ * applied by corral's own init inside the clone (no helper binary).
+ *
+ * Setup order inside init (each later step relies on the earlier ones):
+ *   1. (supervisor) uid/gid maps written for the new user namespace;
+ *   2. loopback up in the private network namespace (network denied);
+ *   3. the filesystem: mounts.c, ending in pivot_root;
+ *   4. Landlock over the write roots, and signal/abstract-socket scoping;
+ *   5. every capability dropped, no_new_privs;
+ *   6. seccomp, last: it was compiled before the clone.
+ * Any failure is reported with the step and nothing runs (fail closed).
+ */
+#include <stdio.h>
+
+#include "../adapter.h"
+#include "../internal.h"
+#include "../linux/linux.h"
+
+struct linux_adapter {
+  corral_policy *policy;
+  struct sock_fprog seccomp;
+  int landlock_abi;
+};
+
+static int linux_init_setup(const launch_plan *plan, int report_fd) {
+  const struct linux_plan *lp = plan->adapter_data;
+  if (!lp->profile.network_allow && ns_loopback_up_apply(report_fd) < 0)
+    return -1;
+  if (mounts_apply(lp, report_fd) < 0 || landlock_apply(lp, report_fd) < 0 ||
+      ns_drop_privileges_apply(report_fd) < 0 || seccomp_apply(&lp->seccomp, report_fd) < 0)
+    return -1;
+  return 0;
+}
+
+static int linux_parent_setup(const launch_plan *plan, pid_t child, corral_error *err) {
+  const struct linux_plan *lp = plan->adapter_data;
+  return ns_write_id_maps(child, lp->uid, lp->gid, err);
+}
+
+/* Sets KEY=VALUE in the plan's environment, replacing an existing KEY. */
+static int plan_setenv(launch_plan *plan, const char *key, const char *value) {
+  size_t klen = strlen(key);
+  char buf[1024];
+  snprintf(buf, sizeof buf, "%s=%s", key, value);
+  for (size_t i = 0; i < plan->envc; i++)
+    if (strncmp(plan->envp[i], key, klen) == 0 && plan->envp[i][klen] == '=') {
+      char *s = strdup(buf);
+      if (!s)
+        return -ENOMEM;
+      free(plan->envp[i]);
+      plan->envp[i] = s;
+      return 0;
+    }
+  return strv_push(&plan->envp, &plan->envc, buf);
+}
+
+static int linux_prepare(corral_adapter *ad, const corral_request *req, launch_plan *plan,
+                         corral_enforcement *enf, corral_error *err) {
+  struct linux_adapter *la = ad->data;
+  struct linux_plan *lp = calloc(1, sizeof *lp);
+  if (!lp)
+    return error_set(err, -ENOMEM, ENOMEM, "out of memory");
+  plan->adapter_data = lp;
+  int r = profile_resolve(la->policy, req->workspace_roots, req->nroots, &lp->profile, err);
+  if (r < 0)
+    return error_prefix(err, "resolving the policy");
+  if ((r = plan_from_request(req, plan, err)) < 0)
+    return r;
+  if (plan_setenv(plan, "CORRAL_SANDBOXED", "1") < 0 ||
+      plan_setenv(plan, "CORRAL_SANDBOX_BACKEND", "linux") < 0 ||
+      plan_setenv(plan, "CORRAL_SANDBOX_NETWORK", lp->profile.network_allow ? "allow" : "deny") <
+          0)
+    return error_set(err, -ENOMEM, ENOMEM, "out of memory");
+  lp->seccomp = la->seccomp;
+  lp->uid = geteuid();
+  lp->gid = getegid();
+  lp->landlock_abi = la->landlock_abi;
+  plan->clone_flags = ns_clone_flags(&lp->profile);
+  plan->init_setup = linux_init_setup;
+  plan->parent_setup = linux_parent_setup;
+  /* Init is this adapter's own code: its launch record is the adapter's
+   * word (see linux_finish). */
+  plan->adapter_owns_launch = true;
+  if (enforcement_set(enf, "linux", CORRAL_LEVEL_NATIVE, NULL) < 0)
+    return error_set(err, -ENOMEM, ENOMEM, "out of memory");
+  return 0;
+}
+
+static int linux_finish(corral_adapter *ad, launch_plan *plan, launch_report *rep,
+                        corral_error *err) {
+  (void)ad, (void)plan, (void)err;
+  rep->adapter_launched = rep->launched;
+  return 0;
+}
+
+static void linux_cleanup(corral_adapter *ad, launch_plan *plan) {
+  (void)ad;
+  struct linux_plan *lp = plan->adapter_data;
+  if (!lp)
+    return;
+  profile_free(&lp->profile);
+  free(lp);
+  plan->adapter_data = NULL;
+}
+
+static void linux_destroy(corral_adapter *ad) {
+  struct linux_adapter *la = ad->data;
+  corral_policy_free(la->policy);
+  free(la->seccomp.filter);
+  free(la);
+}
+
+static const struct adapter_ops linux_ops = {
+    .prepare = linux_prepare,
+    .finish = linux_finish,
+    .cleanup = linux_cleanup,
+    .destroy = linux_destroy,
+};
+
+corral_adapter *corral_adapter_new_linux(const corral_policy *policy, corral_error *err) {
+  struct linux_adapter *la = calloc(1, sizeof *la);
+  if (!la || !(la->policy = policy_copy(policy))) {
+    free(la);
+    error_set(err, -ENOMEM, ENOMEM, "out of memory");
+    return NULL;
+  }
+  struct profile pr = {.block_unix = la->policy->block_unix};
+  if (seccomp_compile(&pr, &la->seccomp, err) < 0) {
+    corral_policy_free(la->policy);
+    free(la);
+    return NULL;
+  }
+  la->landlock_abi = landlock_abi_version();
+  corral_adapter *ad = adapter_new("linux", &linux_ops, la);
+  if (!ad) {
+    ad = &(corral_adapter){.data = la};
+    linux_destroy(ad);
+    error_set(err, -ENOMEM, ENOMEM, "out of memory");
+    return NULL;
+  }
+  return ad;
+}
+
+corral_adapter *corral_adapter_new_default(const corral_policy *policy, unsigned flags,
+                                           corral_error *err) {
+  if (flags & ~CORRAL_ALLOW_DEGRADED) {
+    error_set(err, -EINVAL, EINVAL, "unknown flag bits %#x", flags);
+    return NULL;
+  }
+  if (policy && !policy->enforce)
+    return corral_adapter_new_direct(CORRAL_LEVEL_DISABLED, NULL);
+  /* Probing costs a fork, so only when there is a fallback to choose;
+   * otherwise a kernel that refuses shows up as sandbox_setup_failure. */
+  if (flags & CORRAL_ALLOW_DEGRADED) {
+    char why[256];
+    if (!ns_available(why, sizeof why)) {
+      char reason[400];
+      snprintf(reason, sizeof reason, "--allow-degraded: %s", why);
+      return corral_adapter_new_direct(CORRAL_LEVEL_DEGRADED, reason);
+    }
+  }
+  return corral_adapter_new_linux(policy, err);
+}

@@ -1,0 +1,166 @@
+/* policy_flags.c — policy flags shared by the subcommands that run things. */
+#include "policy_flags.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int push(char ***v, size_t *n, const char *s) {
+  char **g = realloc(*v, (*n + 2) * sizeof **v);
+  if (!g)
+    return -1;
+  *v = g;
+  g[(*n)++] = (char *)s;
+  g[*n] = NULL;
+  return 0;
+}
+
+int policy_flag(struct policy_flags *pf, int id, const char *value) {
+  switch (id) {
+  case PF_POLICY:
+    pf->policy_file = value;
+    return 0;
+  case PF_WORKSPACE:
+    return push(&pf->workspaces, &pf->nworkspaces, value);
+  case PF_ALLOW_WRITE:
+    return push(&pf->lists[CORRAL_POLICY_ALLOW_WRITE], &pf->nlists[CORRAL_POLICY_ALLOW_WRITE], value);
+  case PF_DENY_WRITE:
+    return push(&pf->lists[CORRAL_POLICY_DENY_WRITE], &pf->nlists[CORRAL_POLICY_DENY_WRITE], value);
+  case PF_DENY_READ:
+    return push(&pf->lists[CORRAL_POLICY_DENY_READ], &pf->nlists[CORRAL_POLICY_DENY_READ], value);
+  case PF_ALLOW_READ:
+    return push(&pf->lists[CORRAL_POLICY_ALLOW_READ], &pf->nlists[CORRAL_POLICY_ALLOW_READ], value);
+  case PF_READ_ROOT:
+    return push(&pf->lists[CORRAL_POLICY_READ_ROOTS], &pf->nlists[CORRAL_POLICY_READ_ROOTS], value);
+  case PF_NETWORK:
+    if (strcmp(value, "deny") == 0)
+      pf->network = 1;
+    else if (strcmp(value, "allow") == 0)
+      pf->network = 2;
+    else {
+      fprintf(stderr, "corral: --network: expected `deny` or `allow`, got `%s`\n", value);
+      return -1;
+    }
+    return 0;
+  case PF_NO_TEMP:
+    pf->no_temp = true;
+    return 0;
+  case PF_READ_ONLY:
+    pf->read_only = true;
+    return 0;
+  case PF_BLOCK_UNIX:
+    pf->block_unix = true;
+    return 0;
+  case PF_ALLOW_DEGRADED:
+    pf->allow_degraded = true;
+    return 0;
+  case PF_UNSANDBOXED:
+    pf->unsandboxed = true;
+    return 0;
+  }
+  return 1;
+}
+
+void policy_flags_free(struct policy_flags *pf) {
+  for (int i = 0; i < 8; i++)
+    free(pf->lists[i]);
+  free(pf->workspaces);
+}
+
+int policy_flags_roots(const struct policy_flags *pf, char ***roots, size_t *nroots) {
+  *roots = NULL;
+  *nroots = 0;
+  if (pf->nworkspaces == 0) {
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd)) {
+      fprintf(stderr, "corral: cannot determine the current directory: %s\n", strerror(errno));
+      return -1;
+    }
+    char *s = strdup(cwd);
+    return s ? push(roots, nroots, s) : -1;
+  }
+  for (size_t i = 0; i < pf->nworkspaces; i++) {
+    char *real = realpath(pf->workspaces[i], NULL);
+    if (!real) {
+      fprintf(stderr, "corral: --workspace `%s`: %s\n", pf->workspaces[i], strerror(errno));
+      return -1;
+    }
+    if (push(roots, nroots, real) < 0)
+      return -1;
+  }
+  return 0;
+}
+
+/* The user's policy file is skipped when it lies inside a workspace: a
+ * repository must not be able to loosen its own sandbox. */
+static bool inside_any(const char *path, char **roots, size_t n) {
+  char real[PATH_MAX];
+  if (!realpath(path, real))
+    return false;
+  for (size_t i = 0; i < n; i++) {
+    size_t len = strlen(roots[i]);
+    if (strncmp(real, roots[i], len) == 0 && (real[len] == '/' || real[len] == '\0'))
+      return true;
+  }
+  return false;
+}
+
+corral_policy *policy_flags_build(const struct policy_flags *pf, char **roots, size_t nroots) {
+  corral_policy *p = corral_policy_new();
+  corral_error err = {0};
+  if (!p) {
+    fprintf(stderr, "corral: out of memory\n");
+    return NULL;
+  }
+  int r = 0;
+  if (pf->policy_file) {
+    r = corral_policy_load_file(p, pf->policy_file, &err);
+  } else {
+    char path[PATH_MAX];
+    const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
+    path[0] = '\0';
+    if (xdg && xdg[0] == '/')
+      snprintf(path, sizeof path, "%s/corral/policy.json", xdg);
+    else if (home && home[0] == '/')
+      snprintf(path, sizeof path, "%s/.config/corral/policy.json", home);
+    if (path[0] && access(path, F_OK) == 0) {
+      if (inside_any(path, roots, nroots))
+        fprintf(stderr, "corral: ignoring `%s`: it lies inside the workspace\n", path);
+      else
+        r = corral_policy_load_file(p, path, &err);
+    }
+  }
+  if (r < 0) {
+    fprintf(stderr, "corral: %s\n", err.message);
+    corral_policy_free(p);
+    return NULL;
+  }
+  for (int l = 1; l < 8; l++)
+    for (size_t i = 0; i < pf->nlists[l]; i++)
+      corral_policy_add(p, (corral_policy_list)l, pf->lists[l][i]);
+  if (pf->network)
+    corral_policy_set_network(p, pf->network == 2);
+  if (pf->no_temp)
+    corral_policy_set_temp(p, false);
+  if (pf->read_only)
+    corral_policy_set_workspace_writable(p, false);
+  if (pf->block_unix)
+    corral_policy_set_block_unix_sockets(p, true);
+  return p;
+}
+
+corral_adapter *policy_flags_adapter(const struct policy_flags *pf, const corral_policy *policy,
+                                     char *why, size_t whylen) {
+  if (pf->unsandboxed)
+    return corral_adapter_new_direct(CORRAL_LEVEL_DEGRADED,
+                                     "--unsandboxed: the caller chose to run without a sandbox");
+  corral_error err = {0};
+  corral_adapter *ad =
+      corral_adapter_new_default(policy, pf->allow_degraded ? CORRAL_ALLOW_DEGRADED : 0, &err);
+  if (!ad)
+    snprintf(why, whylen, "no sandbox can be set up: %s", err.message);
+  return ad;
+}

@@ -1,0 +1,73 @@
+/*
+ * policy_flags.h — the policy flags shared by `run`, `exec`, `policy` and
+ * `mcp`: one table, one handler, one way to build the policy and adapter.
+ */
+#ifndef CORRAL_CLI_POLICY_FLAGS_H
+#define CORRAL_CLI_POLICY_FLAGS_H
+
+#include "corral.h"
+#include "options.h"
+
+enum {
+  PF_POLICY = 100,
+  PF_WORKSPACE,
+  PF_ALLOW_WRITE,
+  PF_DENY_WRITE,
+  PF_DENY_READ,
+  PF_ALLOW_READ,
+  PF_READ_ROOT,
+  PF_NETWORK,
+  PF_NO_TEMP,
+  PF_READ_ONLY,
+  PF_BLOCK_UNIX,
+  PF_ALLOW_DEGRADED,
+  PF_UNSANDBOXED,
+};
+
+#define POLICY_FLAG_OPTIONS                                                                   \
+  {"policy", "FILE", PF_POLICY,                                                               \
+   "policy file (default: $XDG_CONFIG_HOME/corral/policy.json, else built-in defaults)"},     \
+      {"workspace", "DIR", PF_WORKSPACE,                                                      \
+       "a workspace root, writable (repeatable; default: the current directory)"},            \
+      {"allow-write", "PATH", PF_ALLOW_WRITE, "also writable (repeatable)"},                  \
+      {"deny-write", "PATH", PF_DENY_WRITE, "read-only even inside a write root (repeatable)"}, \
+      {"deny-read", "PATH", PF_DENY_READ,                                                     \
+       "unreadable: a directory shows empty, a file cannot be read (repeatable)"},            \
+      {"allow-read", "PATH", PF_ALLOW_READ, "readable again inside a --deny-read (repeatable)"}, \
+      {"read-root", "PATH", PF_READ_ROOT,                                                     \
+       "restrict reads to the platform roots, the write roots and these (repeatable)"},       \
+      {"network", "deny|allow", PF_NETWORK,                                                   \
+       "network access (default: deny; loopback inside still works)"},                        \
+      {"no-temp", NULL, PF_NO_TEMP, "do not make /tmp and $TMPDIR writable"},                  \
+      {"read-only", NULL, PF_READ_ONLY, "the workspace roots are read-only too"},              \
+      {"block-unix-sockets", NULL, PF_BLOCK_UNIX, "creating AF_UNIX sockets fails"},           \
+      {"allow-degraded", NULL, PF_ALLOW_DEGRADED,                                             \
+       "if this kernel cannot enforce, run unenforced and say so (default: refuse)"},         \
+      {"unsandboxed", NULL, PF_UNSANDBOXED,                                                   \
+       "run without any sandbox; the outcome says enforcement is degraded"}
+
+struct policy_flags {
+  const char *policy_file;
+  char **lists[8]; /* by corral_policy_list, each NULL-terminated */
+  size_t nlists[8];
+  char **workspaces;
+  size_t nworkspaces;
+  int network; /* 0 unset, 1 deny, 2 allow */
+  bool no_temp, read_only, block_unix, allow_degraded, unsandboxed;
+};
+
+/* Handles a PF_* id; returns 1 when the id is not a policy flag. */
+int policy_flag(struct policy_flags *pf, int id, const char *value);
+void policy_flags_free(struct policy_flags *pf);
+
+/* Loads the policy file (or the user's), then applies the flags.  Prints
+ * a message and returns NULL on error (exit 2). */
+corral_policy *policy_flags_build(const struct policy_flags *pf, char **roots, size_t nroots);
+/* The workspace roots: --workspace values, or the current directory. */
+int policy_flags_roots(const struct policy_flags *pf, char ***roots, size_t *nroots);
+/* The adapter for these flags; prints the reason and returns NULL when
+ * none can be had (the caller then reports sandbox_setup_failure). */
+corral_adapter *policy_flags_adapter(const struct policy_flags *pf, const corral_policy *policy,
+                                     char *why, size_t whylen);
+
+#endif

@@ -1,0 +1,106 @@
+/*
+ * landlock.c — a second, independent layer over the same write roots, plus
+ * scoping of signals and abstract Unix sockets where the kernel has it.
+ *
+ * If a mount were ever wrong, Landlock still refuses writes outside the
+ * write roots.  Reads are not handled here (the mount layer hides what must
+ * not be read), so handled rights are the write-like ones this ABI knows.
+ */
+#include <fcntl.h>
+#include <linux/landlock.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+#include "../internal.h"
+#include "../launch.h"
+#include "linux.h"
+
+/* Newer than Debian 12's kernel headers. */
+#ifndef LANDLOCK_ACCESS_FS_REFER
+#define LANDLOCK_ACCESS_FS_REFER (1ULL << 13)
+#endif
+#ifndef LANDLOCK_ACCESS_FS_TRUNCATE
+#define LANDLOCK_ACCESS_FS_TRUNCATE (1ULL << 14)
+#endif
+#define CORRAL_LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET (1ULL << 0)
+#define CORRAL_LANDLOCK_SCOPE_SIGNAL (1ULL << 1)
+
+/* The ruleset attribute as of ABI 6 (handled_access_net, scoped). */
+struct ruleset_attr_v6 {
+  uint64_t handled_access_fs;
+  uint64_t handled_access_net;
+  uint64_t scoped;
+};
+
+int landlock_abi_version(void) {
+  long v = syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
+  return v < 0 ? 0 : (int)v;
+}
+
+static uint64_t write_rights(int abi) {
+  uint64_t r = LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_REMOVE_DIR |
+               LANDLOCK_ACCESS_FS_REMOVE_FILE | LANDLOCK_ACCESS_FS_MAKE_CHAR |
+               LANDLOCK_ACCESS_FS_MAKE_DIR | LANDLOCK_ACCESS_FS_MAKE_REG |
+               LANDLOCK_ACCESS_FS_MAKE_SOCK | LANDLOCK_ACCESS_FS_MAKE_FIFO |
+               LANDLOCK_ACCESS_FS_MAKE_BLOCK | LANDLOCK_ACCESS_FS_MAKE_SYM;
+  if (abi >= 2)
+    r |= LANDLOCK_ACCESS_FS_REFER;
+  if (abi >= 3)
+    r |= LANDLOCK_ACCESS_FS_TRUNCATE;
+  return r;
+}
+
+static int allow(int ruleset, const char *path, uint64_t rights) {
+  int fd = open(path, O_PATH | O_CLOEXEC);
+  if (fd < 0)
+    return errno == ENOENT ? 0 : -1;
+  struct stat st;
+  if (fstat(fd, &st) == 0 && !S_ISDIR(st.st_mode))
+    rights &= LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_TRUNCATE;
+  struct landlock_path_beneath_attr pb = {.allowed_access = rights, .parent_fd = fd};
+  long r = syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &pb, 0);
+  int e = errno;
+  close(fd);
+  errno = e;
+  return r < 0 ? -1 : 0;
+}
+
+int landlock_apply(const struct linux_plan *lp, int report_fd) {
+  int abi = lp->landlock_abi;
+  if (abi <= 0)
+    return 0; /* the kernel has none: the mount layer alone enforces */
+  struct ruleset_attr_v6 attr = {.handled_access_fs = write_rights(abi)};
+  size_t size = sizeof(uint64_t); /* ABI 1-3 know only handled_access_fs */
+  if (abi >= 6) {
+    attr.scoped = CORRAL_LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | CORRAL_LANDLOCK_SCOPE_SIGNAL;
+    size = sizeof attr;
+  }
+  int rs = (int)syscall(SYS_landlock_create_ruleset, &attr, size, 0);
+  if (rs < 0)
+    return setup_failed(report_fd, errno, "landlock: create ruleset%s", "");
+  uint64_t rights = attr.handled_access_fs;
+  const struct profile *pr = &lp->profile;
+  for (size_t i = 0; i < pr->write_roots.n; i++)
+    if (allow(rs, pr->write_roots.v[i], rights) < 0) {
+      close(rs);
+      return setup_failed(report_fd, errno, "landlock: rule for `%s`", pr->write_roots.v[i]);
+    }
+  /* Device nodes and terminals are written by ordinary programs. */
+  static const char *const dev[] = {"/dev/null", "/dev/zero", "/dev/full", "/dev/tty",
+                                    "/dev/pts", "/dev/shm"};
+  for (size_t i = 0; i < ARRAY_SIZE(dev); i++)
+    if (allow(rs, dev[i], strcmp(dev[i], "/dev/shm") == 0 ? rights
+                                                            : LANDLOCK_ACCESS_FS_WRITE_FILE) < 0) {
+      close(rs);
+      return setup_failed(report_fd, errno, "landlock: rule for `%s`", dev[i]);
+    }
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+      syscall(SYS_landlock_restrict_self, rs, 0) < 0) {
+    int e = errno;
+    close(rs);
+    return setup_failed(report_fd, e, "landlock: restrict_self%s", "");
+  }
+  close(rs);
+  return 0;
+}

@@ -1,0 +1,326 @@
+/*
+ * mounts.c — the sandbox's filesystem, built inside init's mount namespace.
+ *
+ * Order (each step depends on the one before):
+ *   1. make every mount private, so nothing propagates back to the host;
+ *   2. clone (open_tree) every source while the host tree is still in view:
+ *      the whole root (or, for restricted reads, the platform and read
+ *      roots), each write root, each allow-read path;
+ *   3. cover /tmp with a scratch tmpfs and build the new root in it — every
+ *      directory or file created as a mount point lives in a tmpfs of ours,
+ *      never on the host;
+ *   4. attach the root read-only, nosuid, nodev; the write roots writable;
+ *   5. deny-write paths: bound onto themselves, read-only;
+ *   6. deny-read paths: an empty read-only tmpfs over a directory, an
+ *      unreadable empty file over a file; allow-read paths bound back in;
+ *   7. a fresh /proc (only the sandbox's processes) and a minimal /dev;
+ *   8. pivot_root into the new root and detach the old one.
+ *
+ * Runs inside init: no allocation; fixed tables of descriptors.
+ */
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+#include "../internal.h"
+#include "../launch.h"
+#include "linux.h"
+
+#define SCRATCH "/tmp"
+#define NEWROOT SCRATCH "/root"
+#define DENIED_FILE SCRATCH "/denied"
+#define MAX_SOURCES 256
+
+static int clone_fd(const char *path) {
+  return open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+}
+
+static int attach(int fd, const char *target) {
+  int r = move_mount(fd, "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH);
+  int e = errno;
+  close(fd);
+  errno = e;
+  return r;
+}
+
+static int set_attr(const char *target, uint64_t set, uint64_t clr, bool recursive) {
+  struct mount_attr a = {.attr_set = set, .attr_clr = clr};
+  return mount_setattr(AT_FDCWD, target, recursive ? AT_RECURSIVE : 0, &a, sizeof a);
+}
+
+static void in_root(char *buf, const char *path) {
+  snprintf(buf, PATH_MAX, "%s%s", NEWROOT, strcmp(path, "/") == 0 ? "" : path);
+}
+
+/* mkdir -p inside a tmpfs of ours (the caller guarantees that). */
+static int mkdir_p(const char *path, mode_t mode) {
+  char buf[PATH_MAX];
+  snprintf(buf, sizeof buf, "%s", path);
+  for (char *p = buf + 1; *p; p++) {
+    if (*p != '/')
+      continue;
+    *p = '\0';
+    if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+      return -1;
+    *p = '/';
+  }
+  return mkdir(buf, mode) < 0 && errno != EEXIST ? -1 : 0;
+}
+
+/* A mount point of the same type as the source: a directory or a file. */
+static int make_mount_point(const char *target, bool dir) {
+  struct stat st;
+  if (lstat(target, &st) == 0)
+    return 0;
+  if (dir)
+    return mkdir_p(target, 0755);
+  char parent[PATH_MAX];
+  snprintf(parent, sizeof parent, "%s", target);
+  char *slash = strrchr(parent, '/');
+  if (slash && slash != parent) {
+    *slash = '\0';
+    if (mkdir_p(parent, 0755) < 0)
+      return -1;
+  }
+  int fd = open(target, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return -1;
+  close(fd);
+  return 0;
+}
+
+struct source {
+  const char *path;
+  int fd;    /* clone, or -1 when the path does not exist */
+  bool dir;
+  bool link; /* a symlink on the host (restricted mode recreates it) */
+};
+
+static struct source write_src[MAX_SOURCES], read_src[MAX_SOURCES], allow_src[MAX_SOURCES];
+
+static int clone_list(const struct path_list *l, struct source *out, size_t *n, int report_fd,
+                      const char *what) {
+  *n = 0;
+  for (size_t i = 0; i < l->n && *n < MAX_SOURCES; i++) {
+    struct stat st;
+    struct source *s = &out[(*n)++];
+    s->path = l->v[i];
+    s->fd = -1;
+    if (lstat(s->path, &st) < 0)
+      continue; /* nothing to mount; never created on the host */
+    s->link = S_ISLNK(st.st_mode);
+    s->dir = S_ISDIR(st.st_mode);
+    if (s->link)
+      continue;
+    s->fd = clone_fd(s->path);
+    if (s->fd < 0)
+      return setup_failed(report_fd, errno, what, s->path);
+  }
+  return 0;
+}
+
+static int attach_sources(struct source *src, size_t n, uint64_t set, uint64_t clr,
+                          bool restricted, int report_fd, const char *what) {
+  char target[PATH_MAX];
+  for (size_t i = 0; i < n; i++) {
+    struct source *s = &src[i];
+    in_root(target, s->path);
+    if (s->link && restricted) {
+      char dest[PATH_MAX];
+      ssize_t len = readlink(s->path, dest, sizeof dest - 1);
+      if (len < 0)
+        return setup_failed(report_fd, errno, what, s->path);
+      dest[len] = '\0';
+      char parent[PATH_MAX];
+      snprintf(parent, sizeof parent, "%s", target);
+      *strrchr(parent, '/') = '\0';
+      if ((parent[0] && mkdir_p(parent, 0755) < 0) ||
+          (symlink(dest, target) < 0 && errno != EEXIST))
+        return setup_failed(report_fd, errno, what, s->path);
+      continue;
+    }
+    if (s->fd < 0)
+      continue;
+    if (make_mount_point(target, s->dir) < 0 || attach(s->fd, target) < 0 ||
+        set_attr(target, set, clr, true) < 0) {
+      s->fd = -1;
+      return setup_failed(report_fd, errno, what, s->path);
+    }
+    s->fd = -1;
+  }
+  return 0;
+}
+
+/* Binds a path inside the new root onto itself, read-only. */
+static int bind_readonly(const char *path, int report_fd) {
+  char target[PATH_MAX];
+  struct stat st;
+  in_root(target, path);
+  if (lstat(target, &st) < 0 || S_ISLNK(st.st_mode))
+    return 0;
+  int fd = clone_fd(target);
+  if (fd < 0 || attach(fd, target) < 0 ||
+      set_attr(target, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0, true) < 0)
+    return setup_failed(report_fd, errno, "mounts: deny-write `%s`", path);
+  return 0;
+}
+
+static int deny_read(const char *path, const struct profile *pr, int report_fd) {
+  char target[PATH_MAX];
+  struct stat st;
+  in_root(target, path);
+  if (lstat(target, &st) < 0)
+    return 0;
+  if (!S_ISDIR(st.st_mode)) {
+    int fd = clone_fd(DENIED_FILE);
+    if (fd < 0 || attach(fd, target) < 0)
+      return setup_failed(report_fd, errno, "mounts: deny-read `%s`", path);
+    return 0;
+  }
+  if (mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=64k") < 0)
+    return setup_failed(report_fd, errno, "mounts: deny-read `%s`", path);
+  /* allow-read paths inside come back, read-only. */
+  for (size_t i = 0; i < pr->allow_read.n; i++) {
+    struct source *s = &allow_src[i];
+    if (s->fd < 0 || !path_is_under(s->path, path) || strcmp(s->path, path) == 0)
+      continue;
+    char inner[PATH_MAX];
+    in_root(inner, s->path);
+    if (make_mount_point(inner, s->dir) < 0 || attach(s->fd, inner) < 0 ||
+        set_attr(inner, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0, true) < 0) {
+      s->fd = -1;
+      return setup_failed(report_fd, errno, "mounts: allow-read `%s`", s->path);
+    }
+    s->fd = -1;
+  }
+  if (set_attr(target, MOUNT_ATTR_RDONLY, 0, false) < 0)
+    return setup_failed(report_fd, errno, "mounts: deny-read `%s` read-only", path);
+  return 0;
+}
+
+static int make_dev(int report_fd) {
+  static const char *const nodes[] = {"null", "zero", "full", "random", "urandom", "tty"};
+  char path[PATH_MAX];
+  in_root(path, "/dev");
+  if (make_mount_point(path, true) < 0 ||
+      mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k") < 0)
+    return setup_failed(report_fd, errno, "dev: tmpfs on `%s`", "/dev");
+  for (size_t i = 0; i < ARRAY_SIZE(nodes); i++) {
+    char host[64];
+    snprintf(host, sizeof host, "/dev/%s", nodes[i]);
+    in_root(path, host);
+    int fd = clone_fd(host);
+    if (fd < 0 || make_mount_point(path, false) < 0 || attach(fd, path) < 0)
+      return setup_failed(report_fd, errno, "dev: bind `%s`", host);
+  }
+  in_root(path, "/dev/pts");
+  if (mkdir(path, 0755) < 0 ||
+      mount("devpts", path, "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=620") <
+          0)
+    return setup_failed(report_fd, errno, "dev: devpts on `%s`", "/dev/pts");
+  in_root(path, "/dev/shm");
+  if (mkdir(path, 01777) < 0 ||
+      mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") < 0)
+    return setup_failed(report_fd, errno, "dev: tmpfs on `%s`", "/dev/shm");
+  static const char *const links[][2] = {{"pts/ptmx", "/dev/ptmx"},
+                                         {"/proc/self/fd", "/dev/fd"},
+                                         {"/proc/self/fd/0", "/dev/stdin"},
+                                         {"/proc/self/fd/1", "/dev/stdout"},
+                                         {"/proc/self/fd/2", "/dev/stderr"}};
+  for (size_t i = 0; i < ARRAY_SIZE(links); i++) {
+    in_root(path, links[i][1]);
+    if (symlink(links[i][0], path) < 0)
+      return setup_failed(report_fd, errno, "dev: symlink `%s`", links[i][1]);
+  }
+  in_root(path, "/dev");
+  if (set_attr(path, MOUNT_ATTR_RDONLY, 0, false) < 0)
+    return setup_failed(report_fd, errno, "dev: read-only `%s`", "/dev");
+  return 0;
+}
+
+int mounts_apply(const struct linux_plan *lp, int report_fd) {
+  const struct profile *pr = &lp->profile;
+  const uint64_t ro = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+  size_t nwrite, nread = 0, nallow;
+  char path[PATH_MAX];
+
+  /* 1. */
+  if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+    return setup_failed(report_fd, errno, "mounts: make `%s` private", "/");
+  /* 2. */
+  int root_fd = -1;
+  if (!pr->restricted_read) {
+    root_fd = clone_fd("/");
+    if (root_fd < 0)
+      return setup_failed(report_fd, errno, "mounts: clone `%s`", "/");
+  } else {
+    struct path_list all = pr->platform_roots;
+    if (clone_list(&all, read_src, &nread, report_fd, "mounts: clone platform root `%s`") < 0)
+      return -1;
+    size_t more;
+    if (clone_list(&pr->read_roots, read_src + nread, &more, report_fd,
+                   "mounts: clone read root `%s`") < 0)
+      return -1;
+    nread += more;
+  }
+  if (clone_list(&pr->write_roots, write_src, &nwrite, report_fd,
+                 "mounts: clone write root `%s`") < 0 ||
+      clone_list(&pr->allow_read, allow_src, &nallow, report_fd,
+                 "mounts: clone allow-read `%s`") < 0)
+    return -1;
+
+  /* 3. */
+  if (mount("tmpfs", SCRATCH, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0700") < 0)
+    return setup_failed(report_fd, errno, "mounts: scratch tmpfs on `%s`", SCRATCH);
+  int dfd = open(DENIED_FILE, O_CREAT | O_WRONLY | O_CLOEXEC, 0000);
+  if (dfd < 0 || mkdir(NEWROOT, 0755) < 0)
+    return setup_failed(report_fd, errno, "mounts: scratch files in `%s`", SCRATCH);
+  close(dfd);
+
+  /* 4. */
+  if (root_fd >= 0) {
+    if (attach(root_fd, NEWROOT) < 0 || set_attr(NEWROOT, ro, 0, true) < 0)
+      return setup_failed(report_fd, errno, "mounts: read-only root `%s`", "/");
+  } else {
+    if (mount("tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") < 0)
+      return setup_failed(report_fd, errno, "mounts: restricted root `%s`", "/");
+    if (attach_sources(read_src, nread, ro, 0, true, report_fd, "mounts: read root `%s`") < 0)
+      return -1;
+    static const char *const dirs[] = {"/proc", "/dev", "/tmp"};
+    for (size_t i = 0; i < ARRAY_SIZE(dirs); i++) {
+      in_root(path, dirs[i]);
+      if (mkdir_p(path, 0755) < 0)
+        return setup_failed(report_fd, errno, "mounts: mount point `%s`", dirs[i]);
+    }
+  }
+  if (attach_sources(write_src, nwrite, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, MOUNT_ATTR_RDONLY,
+                     pr->restricted_read, report_fd, "mounts: write root `%s`") < 0)
+    return -1;
+  /* 5. */
+  for (size_t i = 0; i < pr->deny_write.n; i++)
+    if (bind_readonly(pr->deny_write.v[i], report_fd) < 0)
+      return -1;
+  /* 6. */
+  for (size_t i = 0; i < pr->deny_read.n; i++)
+    if (deny_read(pr->deny_read.v[i], pr, report_fd) < 0)
+      return -1;
+  if (pr->restricted_read) {
+    in_root(path, "/");
+    if (set_attr(path, MOUNT_ATTR_RDONLY, 0, false) < 0)
+      return setup_failed(report_fd, errno, "mounts: read-only `%s`", "/");
+  }
+  /* 7. */
+  in_root(path, "/proc");
+  if (mount("proc", path, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+    return setup_failed(report_fd, errno, "proc: mount a fresh `%s`", "/proc");
+  if (make_dev(report_fd) < 0)
+    return -1;
+  /* 8. */
+  if (chdir(NEWROOT) < 0 || syscall(SYS_pivot_root, ".", ".") < 0 || umount2(".", MNT_DETACH) < 0 ||
+      chdir("/") < 0)
+    return setup_failed(report_fd, errno, "mounts: pivot_root into `%s`", NEWROOT);
+  return 0;
+}

@@ -1,0 +1,427 @@
+/*
+ * policy.c — policies, their JSON file form, and the profile they resolve to.
+ *
+ * Resolution rules:
+ *  1. every path is made absolute, `~` expanded, symlinks resolved (so a
+ *     symlink in a policy cannot point a rule somewhere else later);
+ *  2. write roots = workspace roots (unless read-only) + allowWrite + /tmp and
+ *     $TMPDIR (unless temp is off);
+ *  3. read roots default to "/"; without "/" the filesystem is restricted to
+ *     the platform roots, the read roots and the write roots.
+ */
+#include "policy.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <sys/stat.h>
+
+#include "internal.h"
+#include "json_util.h"
+
+static const char *const default_protected[] = {".agents", ".corral"};
+static const char *const platform_candidates[] = {"/bin", "/sbin", "/usr", "/etc", "/lib",
+                                                  "/lib32", "/lib64", "/libx32"};
+
+int path_list_add(struct path_list *l, const char *s) { return strv_push(&l->v, &l->n, s); }
+
+bool path_list_has(const struct path_list *l, const char *s) {
+  for (size_t i = 0; i < l->n; i++)
+    if (strcmp(l->v[i], s) == 0)
+      return true;
+  return false;
+}
+
+void path_list_free(struct path_list *l) {
+  strv_free(l->v, l->n);
+  l->v = NULL;
+  l->n = 0;
+}
+
+bool path_is_under(const char *path, const char *root) {
+  size_t n = strlen(root);
+  if (n == 1 && root[0] == '/')
+    return path[0] == '/';
+  return strncmp(path, root, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+corral_policy *corral_policy_new(void) {
+  corral_policy *p = calloc(1, sizeof *p);
+  if (!p)
+    return NULL;
+  p->enforce = true;
+  p->temp = true;
+  p->workspace_writable = true;
+  return p;
+}
+
+void corral_policy_free(corral_policy *p) {
+  if (!p)
+    return;
+  for (int i = 0; i < POLICY_NLISTS; i++)
+    path_list_free(&p->lists[i]);
+  free(p);
+}
+
+corral_policy *policy_copy(const corral_policy *src) {
+  corral_policy *p = corral_policy_new();
+  if (!p)
+    return NULL;
+  if (src) {
+    *p = *src;
+    for (int i = 0; i < POLICY_NLISTS; i++) {
+      p->lists[i].v = strv_copy((const char *const *)src->lists[i].v, src->lists[i].n);
+      if (!p->lists[i].v) {
+        for (int k = 0; k < i; k++)
+          path_list_free(&p->lists[k]);
+        free(p);
+        return NULL;
+      }
+    }
+  }
+  return p;
+}
+
+int corral_policy_add(corral_policy *p, corral_policy_list list, const char *value) {
+  if (list < 1 || list >= POLICY_NLISTS || !value)
+    return -EINVAL;
+  if (list == CORRAL_POLICY_PROTECTED_NAMES)
+    p->protected_set = true;
+  return path_list_add(&p->lists[list], value);
+}
+
+void corral_policy_clear(corral_policy *p, corral_policy_list list) {
+  if (list < 1 || list >= POLICY_NLISTS)
+    return;
+  path_list_free(&p->lists[list]);
+  if (list == CORRAL_POLICY_PROTECTED_NAMES)
+    p->protected_set = true;
+}
+
+void corral_policy_set_enforce(corral_policy *p, bool v) { p->enforce = v; }
+void corral_policy_set_network(corral_policy *p, bool v) { p->network_allow = v; }
+void corral_policy_set_block_unix_sockets(corral_policy *p, bool v) { p->block_unix = v; }
+void corral_policy_set_temp(corral_policy *p, bool v) { p->temp = v; }
+void corral_policy_set_workspace_writable(corral_policy *p, bool v) { p->workspace_writable = v; }
+
+/* ---------------------------------------------------------- the file */
+
+static const struct {
+  const char *key;
+  corral_policy_list list;
+} list_fields[] = {
+    {"allowRead", CORRAL_POLICY_ALLOW_READ},   {"denyRead", CORRAL_POLICY_DENY_READ},
+    {"allowWrite", CORRAL_POLICY_ALLOW_WRITE}, {"denyWrite", CORRAL_POLICY_DENY_WRITE},
+    {"readRoots", CORRAL_POLICY_READ_ROOTS},   {"protectedNames", CORRAL_POLICY_PROTECTED_NAMES},
+    {"sensitiveEnv", CORRAL_POLICY_SENSITIVE_ENV},
+};
+
+static int choice(json_t *root, const char *key, const char *a, const char *b, bool *is_b,
+                  corral_error *err) {
+  json_t *v = json_object_get(root, key);
+  if (!v)
+    return 0;
+  const char *s = json_string_value(v);
+  if (!s || (strcmp(s, a) != 0 && strcmp(s, b) != 0))
+    return error_set(err, CORRAL_EBADJSON, 0, "field `%s`: expected \"%s\" or \"%s\"", key, a, b);
+  *is_b = strcmp(s, b) == 0;
+  return 0;
+}
+
+static int decode_policy(json_t *root, corral_policy *p, corral_error *err) {
+  const char *key;
+  json_t *v;
+  json_object_foreach(root, key, v) {
+    bool known = false;
+    for (size_t i = 0; i < ARRAY_SIZE(list_fields); i++) {
+      if (strcmp(key, list_fields[i].key) != 0)
+        continue;
+      known = true;
+      if (!json_is_array(v))
+        return error_set(err, CORRAL_EBADJSON, 0, "field `%s`: expected an array of strings",
+                         key);
+      if (list_fields[i].list == CORRAL_POLICY_PROTECTED_NAMES)
+        corral_policy_clear(p, CORRAL_POLICY_PROTECTED_NAMES);
+      size_t k;
+      json_t *item;
+      json_array_foreach(v, k, item) {
+        const char *s = json_string_value(item);
+        if (!s || str_blank(s) || strlen(s) != json_string_length(item))
+          return error_set(err, CORRAL_EBADJSON, 0, "field `%s[%zu]`: expected a non-blank string",
+                           key, k);
+        if (list_fields[i].list == CORRAL_POLICY_PROTECTED_NAMES && strchr(s, '/'))
+          return error_set(err, CORRAL_EBADJSON, 0, "field `%s[%zu]`: a name, not a path", key, k);
+        if (corral_policy_add(p, list_fields[i].list, s) < 0)
+          return error_set(err, -ENOMEM, ENOMEM, "out of memory");
+      }
+    }
+    if (known)
+      continue;
+    bool b;
+    int r = 0;
+    if (strcmp(key, "mode") == 0) {
+      if ((r = choice(root, key, "enforce", "disabled", &b, err)) == 0)
+        p->enforce = !b;
+    } else if (strcmp(key, "network") == 0) {
+      if ((r = choice(root, key, "deny", "allow", &b, err)) == 0)
+        p->network_allow = b;
+    } else if (strcmp(key, "blockUnixSockets") == 0) {
+      r = json_get_bool(root, key, key, &p->block_unix, err);
+    } else if (strcmp(key, "writableTemp") == 0) {
+      r = json_get_bool(root, key, key, &p->temp, err);
+    } else if (strcmp(key, "workspaceWritable") == 0) {
+      r = json_get_bool(root, key, key, &p->workspace_writable, err);
+    } else {
+      return error_set(err, CORRAL_EBADJSON, 0, "field `%s`: unknown field", key);
+    }
+    if (r < 0)
+      return r;
+  }
+  return 0;
+}
+
+int corral_policy_load_file(corral_policy *p, const char *path, corral_error *err) {
+  FILE *f = fopen(path, "re");
+  if (!f)
+    return error_sys(err, "policy file `%s`", path);
+  char *buf = NULL;
+  size_t len = 0, cap = 0;
+  for (;;) {
+    if (len + 4096 > cap) {
+      cap = cap ? cap * 2 : 8192;
+      if (cap > (16u << 20)) {
+        fclose(f);
+        free(buf);
+        return error_set(err, CORRAL_EBADJSON, 0, "policy file `%s`: larger than 16 MiB", path);
+      }
+      char *g = realloc(buf, cap);
+      if (!g) {
+        fclose(f);
+        free(buf);
+        return error_set(err, -ENOMEM, ENOMEM, "out of memory");
+      }
+      buf = g;
+    }
+    size_t n = fread(buf + len, 1, cap - len, f);
+    len += n;
+    if (n == 0)
+      break;
+  }
+  bool failed = ferror(f);
+  fclose(f);
+  if (failed) {
+    free(buf);
+    return error_set(err, -EIO, EIO, "policy file `%s`: read error", path);
+  }
+  json_t *root;
+  int r = json_parse_document(buf, len, &root, "parsing", err);
+  free(buf);
+  if (r == 0) {
+    r = decode_policy(root, p, err);
+    json_decref(root);
+  }
+  if (r < 0)
+    return error_prefix(err, "policy file `%s`", path);
+  return 0;
+}
+
+int corral_policy_load_user(corral_policy *p, corral_error *err) {
+  char path[PATH_MAX];
+  const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
+  if (xdg && xdg[0] == '/')
+    snprintf(path, sizeof path, "%s/corral/policy.json", xdg);
+  else if (home && home[0] == '/')
+    snprintf(path, sizeof path, "%s/.config/corral/policy.json", home);
+  else
+    return 0;
+  if (access(path, F_OK) != 0)
+    return 0;
+  return corral_policy_load_file(p, path, err);
+}
+
+/* --------------------------------------------------------- resolving */
+
+/* Removes "." and ".." and doubled slashes from an absolute path, in place. */
+static void normalise(char *p) {
+  char *out = p, *seg = p;
+  while (*seg) {
+    while (*seg == '/')
+      seg++;
+    char *end = strchrnul(seg, '/');
+    size_t n = (size_t)(end - seg);
+    if (n == 0)
+      break;
+    if (n == 1 && seg[0] == '.') {
+    } else if (n == 2 && seg[0] == '.' && seg[1] == '.') {
+      while (out > p && *--out != '/')
+        ;
+    } else {
+      *out++ = '/';
+      memmove(out, seg, n);
+      out += n;
+    }
+    seg = end;
+  }
+  if (out == p)
+    *out++ = '/';
+  *out = '\0';
+}
+
+char *path_resolve(const char *path, corral_error *err) {
+  char buf[PATH_MAX * 2];
+  const char *home = getenv("HOME");
+  if (path[0] == '~' && (path[1] == '/' || path[1] == '\0')) {
+    if (!home || home[0] != '/') {
+      error_set(err, -EINVAL, EINVAL, "path `%s`: HOME is not set", path);
+      return NULL;
+    }
+    snprintf(buf, sizeof buf, "%s%s", home, path + 1);
+  } else if (path[0] != '/') {
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd)) {
+      error_sys(err, "path `%s`: getcwd", path);
+      return NULL;
+    }
+    snprintf(buf, sizeof buf, "%s/%s", cwd, path);
+  } else {
+    snprintf(buf, sizeof buf, "%s", path);
+  }
+  if (strlen(buf) >= PATH_MAX) {
+    error_set(err, -ENAMETOOLONG, ENAMETOOLONG, "path `%s`: too long", path);
+    return NULL;
+  }
+  char real[PATH_MAX];
+  if (realpath(buf, real))
+    return strdup(real);
+  /* Not there (yet): resolve the longest existing parent, keep the rest. */
+  normalise(buf);
+  char *slash = strrchr(buf, '/');
+  if (slash && slash != buf) {
+    *slash = '\0';
+    char rp[PATH_MAX];
+    if (realpath(buf, rp)) {
+      size_t need = strlen(rp) + strlen(slash + 1) + 2;
+      char *out = malloc(need);
+      if (out)
+        snprintf(out, need, "%s/%s", strcmp(rp, "/") == 0 ? "" : rp, slash + 1);
+      return out;
+    }
+    *slash = '/';
+  }
+  return strdup(buf);
+}
+
+static int add_resolved(struct path_list *l, const char *p, corral_error *err) {
+  char *r = path_resolve(p, err);
+  if (!r)
+    return err ? err->code : -EINVAL;
+  int rc = path_list_has(l, r) ? 0 : path_list_add(l, r);
+  free(r);
+  return rc < 0 ? error_set(err, rc, -rc, "out of memory") : 0;
+}
+
+static int by_length(const void *a, const void *b) {
+  size_t la = strlen(*(char *const *)a), lb = strlen(*(char *const *)b);
+  return la < lb ? -1 : la > lb ? 1 : strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int profile_resolve(const corral_policy *p, char *const *roots, size_t nroots, struct profile *pr,
+                    corral_error *err) {
+  int r = 0;
+  memset(pr, 0, sizeof *pr);
+  pr->enforce = p->enforce;
+  pr->network_allow = p->network_allow;
+  pr->block_unix = p->block_unix;
+  const struct path_list *L = p->lists;
+  if (p->workspace_writable)
+    for (size_t i = 0; i < nroots && r == 0; i++)
+      r = add_resolved(&pr->write_roots, roots[i], err);
+  for (size_t i = 0; i < L[CORRAL_POLICY_ALLOW_WRITE].n && r == 0; i++)
+    r = add_resolved(&pr->write_roots, L[CORRAL_POLICY_ALLOW_WRITE].v[i], err);
+  if (p->temp && r == 0) {
+    r = add_resolved(&pr->write_roots, "/tmp", err);
+    const char *tmpdir = getenv("TMPDIR");
+    if (r == 0 && tmpdir && tmpdir[0] == '/')
+      r = add_resolved(&pr->write_roots, tmpdir, err);
+  }
+  if (L[CORRAL_POLICY_READ_ROOTS].n == 0 && r == 0)
+    r = path_list_add(&pr->read_roots, "/");
+  for (size_t i = 0; i < L[CORRAL_POLICY_READ_ROOTS].n && r == 0; i++)
+    r = add_resolved(&pr->read_roots, L[CORRAL_POLICY_READ_ROOTS].v[i], err);
+  for (size_t i = 0; i < L[CORRAL_POLICY_DENY_READ].n && r == 0; i++)
+    r = add_resolved(&pr->deny_read, L[CORRAL_POLICY_DENY_READ].v[i], err);
+  for (size_t i = 0; i < L[CORRAL_POLICY_ALLOW_READ].n && r == 0; i++)
+    r = add_resolved(&pr->allow_read, L[CORRAL_POLICY_ALLOW_READ].v[i], err);
+  for (size_t i = 0; i < L[CORRAL_POLICY_DENY_WRITE].n && r == 0; i++)
+    r = add_resolved(&pr->deny_write, L[CORRAL_POLICY_DENY_WRITE].v[i], err);
+  if (p->protected_set) {
+    for (size_t i = 0; i < L[CORRAL_POLICY_PROTECTED_NAMES].n && r == 0; i++)
+      r = path_list_add(&pr->protected_names, L[CORRAL_POLICY_PROTECTED_NAMES].v[i]);
+  } else {
+    for (size_t i = 0; i < ARRAY_SIZE(default_protected) && r == 0; i++)
+      r = path_list_add(&pr->protected_names, default_protected[i]);
+  }
+  for (size_t i = 0; i < L[CORRAL_POLICY_SENSITIVE_ENV].n && r == 0; i++)
+    r = path_list_add(&pr->sensitive_env, L[CORRAL_POLICY_SENSITIVE_ENV].v[i]);
+  pr->restricted_read = !path_list_has(&pr->read_roots, "/");
+  for (size_t i = 0; i < ARRAY_SIZE(platform_candidates) && r == 0; i++) {
+    struct stat st;
+    if (lstat(platform_candidates[i], &st) == 0)
+      r = path_list_add(&pr->platform_roots, platform_candidates[i]);
+  }
+  if (r < 0) {
+    profile_free(pr);
+    return err && err->code ? err->code : error_set(err, r, -r, "resolving the policy");
+  }
+  /* Outer roots before inner ones: mounts are applied in this order. */
+  qsort(pr->write_roots.v, pr->write_roots.n, sizeof(char *), by_length);
+  qsort(pr->deny_write.v, pr->deny_write.n, sizeof(char *), by_length);
+  qsort(pr->deny_read.v, pr->deny_read.n, sizeof(char *), by_length);
+  qsort(pr->allow_read.v, pr->allow_read.n, sizeof(char *), by_length);
+  return 0;
+}
+
+void profile_free(struct profile *pr) {
+  path_list_free(&pr->read_roots);
+  path_list_free(&pr->write_roots);
+  path_list_free(&pr->deny_read);
+  path_list_free(&pr->deny_write);
+  path_list_free(&pr->allow_read);
+  path_list_free(&pr->platform_roots);
+  path_list_free(&pr->protected_names);
+  path_list_free(&pr->sensitive_env);
+}
+
+static json_t *list_json(const struct path_list *l) {
+  json_t *a = json_array();
+  for (size_t i = 0; i < l->n; i++)
+    json_array_append_new(a, json_string(l->v[i]));
+  return a;
+}
+
+json_t *profile_to_json(const struct profile *pr) {
+  json_t *o = json_object();
+  json_object_set_new(o, "mode", json_string(pr->enforce ? "enforce" : "disabled"));
+  json_object_set_new(o, "filesystem", json_string(pr->restricted_read ? "restricted" : "unrestricted"));
+  json_object_set_new(o, "readRoots", list_json(&pr->read_roots));
+  json_object_set_new(o, "writeRoots", list_json(&pr->write_roots));
+  json_object_set_new(o, "denyRead", list_json(&pr->deny_read));
+  json_object_set_new(o, "allowRead", list_json(&pr->allow_read));
+  json_object_set_new(o, "denyWrite", list_json(&pr->deny_write));
+  json_object_set_new(o, "platformRoots", list_json(&pr->platform_roots));
+  json_object_set_new(o, "protectedNames", list_json(&pr->protected_names));
+  json_object_set_new(o, "network", json_string(pr->network_allow ? "allow" : "deny"));
+  json_object_set_new(o, "blockUnixSockets", json_boolean(pr->block_unix));
+  return o;
+}
+
+char *corral_policy_profile_json(const corral_policy *p, const char *const *roots, size_t nroots,
+                                 corral_error *err) {
+  struct profile pr;
+  if (profile_resolve(p, (char *const *)roots, nroots, &pr, err) < 0)
+    return NULL;
+  json_t *j = profile_to_json(&pr);
+  char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+  json_decref(j);
+  profile_free(&pr);
+  return s;
+}

@@ -1,0 +1,59 @@
+/*
+ * policy.h — a policy (what the user allows) and the permission profile it
+ * resolves into for one request (absolute, resolved paths the adapters use).
+ */
+#ifndef CORRAL_POLICY_H
+#define CORRAL_POLICY_H
+
+#include <jansson.h>
+
+#include "corral.h"
+
+struct path_list {
+  char **v;
+  size_t n;
+};
+
+#define POLICY_NLISTS 8 /* indexed by corral_policy_list */
+
+struct corral_policy {
+  bool enforce;
+  bool network_allow;
+  bool block_unix;
+  bool temp;                /* /tmp and $TMPDIR writable */
+  bool workspace_writable;
+  bool protected_set;       /* protectedNames given: replaces the defaults */
+  struct path_list lists[POLICY_NLISTS];
+};
+
+struct profile {
+  bool enforce;
+  bool network_allow;
+  bool block_unix;
+  bool restricted_read;          /* read roots do not include "/" */
+  struct path_list read_roots;
+  struct path_list write_roots;  /* sorted, outer before inner */
+  struct path_list deny_read;
+  struct path_list deny_write;
+  struct path_list allow_read;
+  struct path_list platform_roots;
+  struct path_list protected_names;
+  struct path_list sensitive_env;
+};
+
+corral_policy *policy_copy(const corral_policy *p);
+int profile_resolve(const corral_policy *p, char *const *roots, size_t nroots,
+                    struct profile *out, corral_error *err);
+void profile_free(struct profile *pr);
+json_t *profile_to_json(const struct profile *pr);
+
+int path_list_add(struct path_list *l, const char *s);
+bool path_list_has(const struct path_list *l, const char *s);
+void path_list_free(struct path_list *l);
+/* Is `path` equal to `root` or below it? */
+bool path_is_under(const char *path, const char *root);
+/* ~ expanded, absolute, symlinks resolved where the path exists (else
+ * normalised lexically).  Returns a new string or NULL with err set. */
+char *path_resolve(const char *path, corral_error *err);
+
+#endif
