@@ -373,10 +373,11 @@ int profile_resolve(const corral_policy *p, char *const *roots, size_t nroots, s
     return err && err->code ? err->code : error_set(err, r, -r, "resolving the policy");
   }
   /* Outer roots before inner ones: mounts are applied in this order. */
-  qsort(pr->write_roots.v, pr->write_roots.n, sizeof(char *), by_length);
-  qsort(pr->deny_write.v, pr->deny_write.n, sizeof(char *), by_length);
-  qsort(pr->deny_read.v, pr->deny_read.n, sizeof(char *), by_length);
-  qsort(pr->allow_read.v, pr->allow_read.n, sizeof(char *), by_length);
+  struct path_list *sorted[] = {&pr->write_roots, &pr->deny_write, &pr->deny_read,
+                                 &pr->allow_read};
+  for (size_t i = 0; i < ARRAY_SIZE(sorted); i++)
+    if (sorted[i]->n > 1)
+      qsort(sorted[i]->v, sorted[i]->n, sizeof(char *), by_length);
   return 0;
 }
 
