@@ -9,9 +9,9 @@
  *   sync 2  supervisor: adapter's parent_setup (uid/gid maps), then one byte
  *           on the sync pipe; EOF instead means "give up" and init exits.
  *   sync 3  init: adapter's init_setup; failure -> REPORT_SETUP_FAILED, exit.
- *   sync 4  init: forks the command; the command's execve errno comes back on
- *           a close-on-exec pipe (EOF = exec succeeded) -> REPORT_LAUNCHED
- *           or REPORT_EXEC_FAILED.
+ *   sync 4  init: spawns the command (CLONE_VM | CLONE_VFORK); a failed
+ *           execve leaves its errno in init's memory -> REPORT_LAUNCHED or
+ *           REPORT_EXEC_FAILED.
  *   sync 5  init: reaps; forwards SIGINT SIGTERM SIGHUP SIGQUIT to the command;
  *           SIGUSR1 (or the supervisor's death) ends the whole tree.  When
  *           the command ends, whatever it left behind is killed, and
@@ -31,6 +31,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <linux/sched.h>
 #include <poll.h>
 #include <stdio.h>
@@ -333,28 +334,36 @@ static int move_fd_above(int fd, int min) {
   return n;
 }
 
-static _Noreturn void command_main(const launch_plan *plan, int exec_fd) {
+/* What the command child leaves for init when execve fails.  The child
+ * shares init's memory (CLONE_VM | CLONE_VFORK) and init sleeps until the
+ * execve succeeds or the child exits, so no pipe is needed. */
+struct command_start {
+  const launch_plan *plan;
+  int err;   /* 0: execve succeeded */
+  char step; /* 'c' chdir, 'e' execve */
+};
+
+static int command_main(void *arg) {
+  struct command_start *cs = arg;
+  const launch_plan *plan = cs->plan;
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, NULL);
   setsid(); /* no controlling terminal: nothing can be injected into the caller's */
   syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
-  int err;
-  char step;
   if (plan->cwd && chdir(plan->cwd) < 0) {
-    err = errno;
-    step = 'c';
+    cs->err = errno;
+    cs->step = 'c';
   } else {
-    err = launch_exec_search(plan->argv[0], plan->argv, plan->envp);
-    step = 'e';
+    cs->err = launch_exec_search(plan->argv[0], plan->argv, plan->envp);
+    cs->step = 'e';
   }
-  char msg[1 + sizeof err];
-  msg[0] = step;
-  memcpy(msg + 1, &err, sizeof err);
-  ssize_t w = write(exec_fd, msg, sizeof msg);
-  (void)w;
-  _exit(err == ENOENT && step == 'e' ? 127 : 126);
+  _exit(cs->err == ENOENT && cs->step == 'e' ? 127 : 126);
 }
+
+/* The command runs on this stack until its execve; init is suspended
+ * meanwhile (vfork semantics), so one static stack serves. */
+static char command_stack[64 * 1024] __attribute__((aligned(16)));
 
 static _Noreturn void init_main(const launch_plan *plan, int stdio[3], int report_fd, int sync_fd,
                                 pid_t parent) {
@@ -410,42 +419,25 @@ static _Noreturn void init_main(const launch_plan *plan, int stdio[3], int repor
   report_fd = rfd;
 
   int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-  int ep[2];
-  if (sfd < 0 || pipe2(ep, O_CLOEXEC) < 0) {
-    report_write(report_fd, REPORT_SETUP_FAILED, errno, 0, "init: signalfd/pipe");
+  if (sfd < 0) {
+    report_write(report_fd, REPORT_SETUP_FAILED, errno, 0, "init: signalfd");
     _exit(125);
   }
 
-  /* sync 4: the command. */
-  pid_t pid = raw_clone(0, NULL);
+  /* sync 4: the command, spawned the way posix_spawn does it: no copy of
+   * init's memory, and init resumes only after execve (or _exit). */
+  struct command_start cs = {.plan = plan};
+  pid_t pid = clone(command_main, command_stack + sizeof command_stack,
+                    CLONE_VM | CLONE_VFORK | SIGCHLD, &cs);
   if (pid < 0) {
-    report_write(report_fd, REPORT_SETUP_FAILED, errno, 0, "init: fork of the command");
+    report_write(report_fd, REPORT_SETUP_FAILED, errno, 0, "init: spawn of the command");
     _exit(125);
   }
-  if (pid == 0) {
-    close(ep[0]);
-    command_main(plan, ep[1]);
-  }
   st.command = pid;
-  close(ep[1]);
-  char msg[1 + sizeof(int)];
-  ssize_t got, total = 0;
-  while (total < (ssize_t)sizeof msg) {
-    got = read(ep[0], msg + total, sizeof msg - (size_t)total);
-    if (got < 0 && errno == EINTR)
-      continue;
-    if (got <= 0)
-      break;
-    total += got;
-  }
-  close(ep[0]);
-  if (total == (ssize_t)sizeof msg) {
-    int e;
-    memcpy(&e, msg + 1, sizeof e);
-    report_write(report_fd, REPORT_EXEC_FAILED, e, 0, msg[0] == 'c' ? "chdir" : "execve");
-  } else {
+  if (cs.err)
+    report_write(report_fd, REPORT_EXEC_FAILED, cs.err, 0, cs.step == 'c' ? "chdir" : "execve");
+  else
     report_write(report_fd, REPORT_LAUNCHED, 0, 0, NULL);
-  }
   /* Init keeps no copy of the command's stdio: EOF on the supervisor's
    * pipes must depend on the command's tree alone. */
   close(0), close(1), close(2);

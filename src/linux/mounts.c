@@ -212,8 +212,8 @@ static int make_dev(int report_fd) {
     char host[64];
     snprintf(host, sizeof host, "/dev/%s", nodes[i]);
     in_root(path, host);
-    int fd = clone_fd(host);
-    if (fd < 0 || make_mount_point(path, false) < 0 || attach(fd, path) < 0)
+    int fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+    if (fd < 0 || close(fd) < 0 || mount(host, path, NULL, MS_BIND, NULL) < 0)
       return setup_failed(report_fd, errno, "dev: bind `%s`", host);
   }
   in_root(path, "/dev/pts");
