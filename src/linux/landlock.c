@@ -86,9 +86,11 @@ int landlock_apply(const struct linux_plan *lp, int report_fd) {
       close(rs);
       return setup_failed(report_fd, errno, "landlock: rule for `%s`", pr->write_roots.v[i]);
     }
-  /* Device nodes and terminals are written by ordinary programs. */
+  /* Device nodes and terminals are written by ordinary programs; /proc
+   * files too (uid_map for a nested corral, oom_score_adj).  What /proc
+   * lets a process without capabilities write is the kernel's to check. */
   static const char *const dev[] = {"/dev/null", "/dev/zero", "/dev/full", "/dev/tty",
-                                    "/dev/pts", "/dev/shm"};
+                                    "/dev/pts", "/dev/shm", "/proc"};
   for (size_t i = 0; i < ARRAY_SIZE(dev); i++)
     if (allow(rs, dev[i], strcmp(dev[i], "/dev/shm") == 0 ? rights
                                                             : LANDLOCK_ACCESS_FS_WRITE_FILE) < 0) {
