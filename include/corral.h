@@ -322,6 +322,10 @@ CORRAL_EXTERN char *corral_policy_profile_json(const corral_policy *policy,
 #define CORRAL_ALLOW_DEGRADED 0x1u
 CORRAL_EXTERN corral_adapter *corral_adapter_new_default(const corral_policy *policy,
                                                          unsigned flags, corral_error *err);
+/* The landlock-only adapter (no namespaces): writes, network and scoping
+ * enforced; refuses what it cannot express unless CORRAL_ALLOW_DEGRADED. */
+CORRAL_EXTERN corral_adapter *corral_adapter_new_landlock(const corral_policy *policy,
+                                                          unsigned flags, corral_error *err);
 /* The Linux namespace adapter, whatever the machine; NULL with err when the
  * policy cannot be compiled (e.g. a seccomp program). The policy is copied. */
 CORRAL_EXTERN corral_adapter *corral_adapter_new_linux(const corral_policy *policy,

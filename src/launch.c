@@ -13,7 +13,8 @@
  *           execve leaves its errno in init's memory -> REPORT_LAUNCHED or
  *           REPORT_EXEC_FAILED.
  *   sync 5  init: reaps; forwards SIGINT SIGTERM SIGHUP SIGQUIT to the command;
- *           SIGUSR1 (or the supervisor's death) ends the whole tree.  When
+ *           SIGUSR1 (or the supervisor's death) ends the whole tree, SIGUSR2
+ *           kills it at once (a violation was seen).  When
  *           the command ends, whatever it left behind is killed, and
  *           REPORT_EXITED carries its wait status.
  *
@@ -377,7 +378,8 @@ static _Noreturn void init_main(const launch_plan *plan, int stdio[3], int repor
   sigset_t mask;
   sigemptyset(&mask);
   sigaddset(&mask, SIGINT), sigaddset(&mask, SIGTERM), sigaddset(&mask, SIGHUP);
-  sigaddset(&mask, SIGQUIT), sigaddset(&mask, SIGUSR1), sigaddset(&mask, SIGCHLD);
+  sigaddset(&mask, SIGQUIT), sigaddset(&mask, SIGUSR1), sigaddset(&mask, SIGUSR2);
+  sigaddset(&mask, SIGCHLD);
   sigaddset(&mask, SIGPIPE);
   sigprocmask(SIG_SETMASK, &mask, NULL);
 
@@ -462,6 +464,8 @@ static _Noreturn void init_main(const launch_plan *plan, int stdio[3], int repor
       break;
     case SIGUSR1:
       terminate_tree(&st, sfd, report_fd);
+    case SIGUSR2:
+      finish(&st, report_fd, true);
     case SIGPIPE:
       break;
     default:
@@ -534,4 +538,5 @@ static void send_signal(const launch_child *child, int sig) {
 }
 
 void launch_terminate(const launch_child *child) { send_signal(child, SIGUSR1); }
+void launch_stop_now(const launch_child *child) { send_signal(child, SIGUSR2); }
 void launch_kill(const launch_child *child) { send_signal(child, SIGKILL); }

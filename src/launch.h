@@ -52,6 +52,7 @@ typedef struct launch_report {
   bool exited;
   int wait_status;
   corral_denial denial;    /* first denial; owned strings */
+  char stderr_note[600];   /* appended to the command's stderr by the runner */
   char problem[256];       /* why the report is unreadable */
 } launch_report;
 
@@ -70,6 +71,9 @@ struct launch_plan;
 typedef int (*launch_init_setup_fn)(const struct launch_plan *plan, int report_fd);
 typedef int (*launch_parent_setup_fn)(const struct launch_plan *plan, pid_t child,
                                       corral_error *err);
+/* Called by the supervisor when monitor_fd is readable; returns true when
+ * the command must be stopped at once (a violation the adapter saw). */
+typedef bool (*launch_monitor_fn)(struct launch_plan *plan);
 
 typedef struct launch_plan {
   char **argv;      /* owned: argv[0] is the command name as requested */
@@ -81,6 +85,8 @@ typedef struct launch_plan {
   bool adapter_owns_launch;     /* only a LAUNCHED record says "launched" */
   launch_init_setup_fn init_setup;
   launch_parent_setup_fn parent_setup;
+  int monitor_fd;               /* -1, or a descriptor the supervisor polls */
+  launch_monitor_fn monitor;
   void *adapter_data;           /* the adapter's, freed by its cleanup */
 } launch_plan;
 
@@ -100,6 +106,8 @@ int launch_start(const launch_plan *plan, int stdin_fd, int stdout_fd, int stder
 /* Asks init to end the whole tree: SIGTERM to every process, a grace period,
  * then SIGKILL.  Safe after init has exited (the pidfd says ESRCH). */
 void launch_terminate(const launch_child *child);
+/* Asks init to SIGKILL the whole tree now, without a grace period. */
+void launch_stop_now(const launch_child *child);
 /* Last resort when init does not answer: SIGKILL init itself. */
 void launch_kill(const launch_child *child);
 

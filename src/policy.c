@@ -319,6 +319,90 @@ static int add_resolved(struct path_list *l, const char *p, corral_error *err) {
   return rc < 0 ? error_set(err, rc, -rc, "out of memory") : 0;
 }
 
+/* The usual secret stores of the user running corral.  Paths that do not
+ * exist are kept: a store created while the command runs must stay
+ * unreadable too (mounts.c hides them through their parent's view). */
+static int add_secret_stores(struct path_list *l, corral_error *err) {
+  const char *home = getenv("HOME");
+  if (!home || home[0] != '/')
+    return 0;
+  char buf[PATH_MAX], cfg[PATH_MAX];
+  const char *xdg = getenv("XDG_CONFIG_HOME");
+  snprintf(cfg, sizeof cfg, "%s", xdg && xdg[0] == '/' ? xdg : "");
+  if (!cfg[0])
+    snprintf(cfg, sizeof cfg, "%s/.config", home);
+  static const char *const in_home[] = {".aws",         ".azure",          ".ssh",
+                                        ".gnupg",       ".git-credentials", ".pypirc",
+                                        ".cargo/credentials", ".cargo/credentials.toml"};
+  int r = 0;
+  for (size_t i = 0; i < ARRAY_SIZE(in_home) && r == 0; i++) {
+    snprintf(buf, sizeof buf, "%s/%s", home, in_home[i]);
+    r = add_resolved(l, buf, err);
+  }
+  struct {
+    const char *env, *fallback_fmt, *fallback_base, *suffix;
+  } const vars[] = {
+      {"CLOUDSDK_CONFIG", "%s/gcloud", cfg, ""},
+      {"GOOGLE_APPLICATION_CREDENTIALS", NULL, NULL, ""},
+      {"NETRC", "%s/.netrc", home, ""},
+      {"NPM_CONFIG_USERCONFIG", "%s/.npmrc", home, ""},
+      {"DOCKER_CONFIG", "%s/.docker", home, "/config.json"},
+      {"GH_CONFIG_DIR", "%s/gh", cfg, "/hosts.yml"},
+  };
+  for (size_t i = 0; i < ARRAY_SIZE(vars) && r == 0; i++) {
+    const char *v = getenv(vars[i].env);
+    char base[PATH_MAX];
+    if (v && v[0] == '/')
+      snprintf(base, sizeof base, "%s", v);
+    else if (vars[i].fallback_fmt)
+      snprintf(base, sizeof base, vars[i].fallback_fmt, vars[i].fallback_base);
+    else
+      continue;
+    snprintf(buf, sizeof buf, "%s%s", base, vars[i].suffix);
+    r = add_resolved(l, buf, err);
+  }
+  /* KUBECONFIG is a list. */
+  const char *kube = getenv("KUBECONFIG");
+  if (kube && *kube && r == 0) {
+    char list[PATH_MAX];
+    snprintf(list, sizeof list, "%s", kube);
+    for (char *save, *tok = strtok_r(list, ":", &save); tok && r == 0;
+         tok = strtok_r(NULL, ":", &save))
+      if (tok[0] == '/')
+        r = add_resolved(l, tok, err);
+  } else if (r == 0) {
+    snprintf(buf, sizeof buf, "%s/.kube/config", home);
+    r = add_resolved(l, buf, err);
+  }
+  if (r == 0) {
+    snprintf(buf, sizeof buf, "%s/git/credentials", cfg);
+    r = add_resolved(l, buf, err);
+  }
+  if (r == 0) {
+    snprintf(buf, sizeof buf, "%s/corral", cfg);
+    r = add_resolved(l, buf, err);
+  }
+  return r;
+}
+
+/* allow-read re-includes: a deny-read path at or below an allow-read path
+ * is dropped (allow-read paths inside a deny-read are bound back later). */
+static void drop_reincluded(struct path_list *deny, const struct path_list *allow) {
+  size_t kept = 0;
+  for (size_t i = 0; i < deny->n; i++) {
+    bool drop = false;
+    for (size_t k = 0; k < allow->n && !drop; k++)
+      drop = path_is_under(deny->v[i], allow->v[k]);
+    if (drop)
+      free(deny->v[i]);
+    else
+      deny->v[kept++] = deny->v[i];
+  }
+  deny->n = kept;
+  if (deny->v)
+    deny->v[kept] = NULL;
+}
+
 static int by_length(const void *a, const void *b) {
   size_t la = strlen(*(char *const *)a), lb = strlen(*(char *const *)b);
   return la < lb ? -1 : la > lb ? 1 : strcmp(*(char *const *)a, *(char *const *)b);
@@ -349,8 +433,12 @@ int profile_resolve(const corral_policy *p, char *const *roots, size_t nroots, s
     r = add_resolved(&pr->read_roots, L[CORRAL_POLICY_READ_ROOTS].v[i], err);
   for (size_t i = 0; i < L[CORRAL_POLICY_DENY_READ].n && r == 0; i++)
     r = add_resolved(&pr->deny_read, L[CORRAL_POLICY_DENY_READ].v[i], err);
+  if (r == 0 && p->enforce)
+    r = add_secret_stores(&pr->deny_read, err);
   for (size_t i = 0; i < L[CORRAL_POLICY_ALLOW_READ].n && r == 0; i++)
     r = add_resolved(&pr->allow_read, L[CORRAL_POLICY_ALLOW_READ].v[i], err);
+  if (r == 0)
+    drop_reincluded(&pr->deny_read, &pr->allow_read);
   for (size_t i = 0; i < L[CORRAL_POLICY_DENY_WRITE].n && r == 0; i++)
     r = add_resolved(&pr->deny_write, L[CORRAL_POLICY_DENY_WRITE].v[i], err);
   if (p->protected_set) {

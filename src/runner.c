@@ -94,6 +94,23 @@ static bool capture_read(struct capture *c, int devnull) {
   }
 }
 
+/* Adds corral's own line (a denial, say) after what the command wrote; it
+ * counts against the same bound. */
+static void capture_append(struct capture *c, const char *text) {
+  size_t n = strlen(text);
+  if (c->len + n > CORRAL_CAPTURE_LIMIT) {
+    c->truncated = true;
+    return;
+  }
+  char *grown = realloc(c->data, c->len + n + 1);
+  if (!grown)
+    return;
+  c->data = grown;
+  c->cap = c->len + n;
+  memcpy(c->data + c->len, text, n);
+  c->len += n;
+}
+
 static void capture_take(struct capture *c, char **data, size_t *len, bool *truncated) {
   if (!c->data)
     c->data = calloc(1, 1);
@@ -214,8 +231,8 @@ static int supervise(const corral_run_options *o, launch_plan *plan, struct loop
   for (;;) {
     if (f->init_reaped && !out_open && !err_open)
       break;
-    struct pollfd p[6];
-    int n = 0, i_out = -1, i_err = -1, i_in = -1, i_rep = -1, i_pid = -1, i_can = -1;
+    struct pollfd p[7];
+    int n = 0, i_out = -1, i_err = -1, i_in = -1, i_rep = -1, i_pid = -1, i_can = -1, i_mon = -1;
     if (out_open)
       p[i_out = n++] = (struct pollfd){.fd = l->out.fd, .events = POLLIN};
     if (err_open)
@@ -228,6 +245,8 @@ static int supervise(const corral_run_options *o, launch_plan *plan, struct loop
       p[i_pid = n++] = (struct pollfd){.fd = child.pidfd, .events = POLLIN};
     if (cfd >= 0 && !ending)
       p[i_can = n++] = (struct pollfd){.fd = cfd, .events = POLLIN};
+    if (plan->monitor_fd >= 0 && !f->init_reaped && !f->violation)
+      p[i_mon = n++] = (struct pollfd){.fd = plan->monitor_fd, .events = POLLIN};
 
     int64_t now = now_ms(), wake = -1;
     if (!ending && deadline >= 0)
@@ -253,6 +272,14 @@ static int supervise(const corral_run_options *o, launch_plan *plan, struct loop
       write_stdin(l);
     if (i_rep >= 0 && p[i_rep].revents)
       read_report(l, child.report_fd);
+    if (i_mon >= 0 && p[i_mon].revents && plan->monitor(plan)) {
+      /* A violation: no grace, the tree is killed now; the adapter's
+       * finish says what it was. */
+      f->violation = true;
+      ending = true;
+      launch_stop_now(&child);
+      escalate_at = now + ESCALATE_MS;
+    }
     if (i_can >= 0 && p[i_can].revents && !ending) {
       f->cancelled = true;
       ending = true;
@@ -323,7 +350,7 @@ int corral_run(const corral_run_options *o, corral_result *res, corral_error *er
   }
 
   corral_adapter *ad = o->adapter;
-  launch_plan plan = {0};
+  launch_plan plan = {.monitor_fd = -1};
   corral_error perr = {0};
   r = ad->ops->prepare(ad, req, &plan, &res->outcome.enforcement, &perr);
   if (r < 0) {
@@ -367,7 +394,11 @@ int corral_run(const corral_run_options *o, corral_result *res, corral_error *er
       rep.readable = false;
       snprintf(rep.problem, sizeof rep.problem, "%s", ferr.message);
     }
+    if (plan.monitor && plan.monitor_fd >= 0)
+      plan.monitor(&plan); /* events that arrived after the last poll */
     classify_outcome(&f, &rep, req->name, &res->outcome);
+    if (rep.stderr_note[0])
+      capture_append(&l.errc, rep.stderr_note);
     launch_report_free(&rep);
   }
   capture_take(&l.out, &res->stdout_data, &res->stdout_len, &res->stdout_truncated);

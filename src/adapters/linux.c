@@ -20,7 +20,6 @@
 struct linux_adapter {
   corral_policy *policy;
   struct sock_fprog seccomp;
-  int landlock_abi;
 };
 
 static int linux_init_setup(const launch_plan *plan, int report_fd) {
@@ -38,68 +37,80 @@ static int linux_parent_setup(const launch_plan *plan, pid_t child, corral_error
   return ns_write_id_maps(child, lp->uid, lp->gid, err);
 }
 
-/* Sets KEY=VALUE in the plan's environment, replacing an existing KEY. */
-static int plan_setenv(launch_plan *plan, const char *key, const char *value) {
-  size_t klen = strlen(key);
-  char buf[1024];
-  snprintf(buf, sizeof buf, "%s=%s", key, value);
-  for (size_t i = 0; i < plan->envc; i++)
-    if (strncmp(plan->envp[i], key, klen) == 0 && plan->envp[i][klen] == '=') {
-      char *s = strdup(buf);
-      if (!s)
-        return -ENOMEM;
-      free(plan->envp[i]);
-      plan->envp[i] = s;
-      return 0;
-    }
-  return strv_push(&plan->envp, &plan->envc, buf);
+static bool linux_monitor(launch_plan *plan) {
+  struct linux_plan *lp = plan->adapter_data;
+  return protect_check(&lp->protect);
+}
+
+/* What both Linux adapters prepare alike: the profile, the command, the
+ * runtime directory, the environment and the protected-path monitor. */
+int linux_plan_prepare(const corral_policy *policy, const struct sock_fprog *seccomp,
+                       const char *backend, const corral_request *req, launch_plan *plan,
+                       corral_error *err) {
+  struct linux_plan *lp = calloc(1, sizeof *lp);
+  if (!lp)
+    return error_set(err, -ENOMEM, ENOMEM, "out of memory");
+  plan->adapter_data = lp;
+  protect_init(&lp->protect);
+  lp->runtime.lease_fd = -1;
+  int r = profile_resolve(policy, req->workspace_roots, req->nroots, &lp->profile, err);
+  if (r < 0)
+    return error_prefix(err, "resolving the policy");
+  if ((r = plan_from_request(req, plan, err)) < 0)
+    return r;
+  if ((r = runtime_acquire(req->workspace_roots[0],
+                           &lp->profile.write_roots, &lp->runtime, err)) < 0)
+    return r;
+  if (path_list_add(&lp->profile.write_roots, lp->runtime.root) < 0 ||
+      environment_prepare(&plan->envp, &plan->envc, &lp->profile, backend, lp->runtime.root) < 0)
+    return error_set(err, -ENOMEM, ENOMEM, "out of memory");
+  if ((r = protect_prepare(&lp->profile, &lp->protect, err)) < 0)
+    return r;
+  plan->monitor_fd = lp->protect.fd;
+  plan->monitor = linux_monitor;
+  lp->seccomp = *seccomp;
+  lp->uid = geteuid();
+  lp->gid = getegid();
+  lp->landlock_abi = landlock_abi_version();
+  /* Init is the adapter's own code: its launch record is the adapter's
+   * word (see linux_finish). */
+  plan->adapter_owns_launch = true;
+  return 0;
 }
 
 static int linux_prepare(corral_adapter *ad, const corral_request *req, launch_plan *plan,
                          corral_enforcement *enf, corral_error *err) {
   struct linux_adapter *la = ad->data;
-  struct linux_plan *lp = calloc(1, sizeof *lp);
-  if (!lp)
-    return error_set(err, -ENOMEM, ENOMEM, "out of memory");
-  plan->adapter_data = lp;
-  int r = profile_resolve(la->policy, req->workspace_roots, req->nroots, &lp->profile, err);
+  int r = linux_plan_prepare(la->policy, &la->seccomp, "linux", req, plan, err);
   if (r < 0)
-    return error_prefix(err, "resolving the policy");
-  if ((r = plan_from_request(req, plan, err)) < 0)
     return r;
-  if (plan_setenv(plan, "CORRAL_SANDBOXED", "1") < 0 ||
-      plan_setenv(plan, "CORRAL_SANDBOX_BACKEND", "linux") < 0 ||
-      plan_setenv(plan, "CORRAL_SANDBOX_NETWORK", lp->profile.network_allow ? "allow" : "deny") <
-          0)
-    return error_set(err, -ENOMEM, ENOMEM, "out of memory");
-  lp->seccomp = la->seccomp;
-  lp->uid = geteuid();
-  lp->gid = getegid();
-  lp->landlock_abi = la->landlock_abi;
+  struct linux_plan *lp = plan->adapter_data;
   plan->clone_flags = ns_clone_flags(&lp->profile);
   plan->init_setup = linux_init_setup;
   plan->parent_setup = linux_parent_setup;
-  /* Init is this adapter's own code: its launch record is the adapter's
-   * word (see linux_finish). */
-  plan->adapter_owns_launch = true;
   if (enforcement_set(enf, "linux", CORRAL_LEVEL_NATIVE, NULL) < 0)
     return error_set(err, -ENOMEM, ENOMEM, "out of memory");
   return 0;
 }
 
-static int linux_finish(corral_adapter *ad, launch_plan *plan, launch_report *rep,
+int linux_finish(corral_adapter *ad, launch_plan *plan, launch_report *rep,
                         corral_error *err) {
-  (void)ad, (void)plan, (void)err;
+  (void)ad, (void)err;
+  struct linux_plan *lp = plan->adapter_data;
   rep->adapter_launched = rep->launched;
+  protect_finish(&lp->protect, rep);
   return 0;
 }
 
-static void linux_cleanup(corral_adapter *ad, launch_plan *plan) {
+void linux_cleanup(corral_adapter *ad, launch_plan *plan) {
   (void)ad;
   struct linux_plan *lp = plan->adapter_data;
   if (!lp)
     return;
+  protect_free(&lp->protect);
+  runtime_release(&lp->runtime);
   profile_free(&lp->profile);
+  path_list_free(&lp->read_allow);
   free(lp);
   plan->adapter_data = NULL;
 }
@@ -126,12 +137,11 @@ corral_adapter *corral_adapter_new_linux(const corral_policy *policy, corral_err
     return NULL;
   }
   struct profile pr = {.block_unix = la->policy->block_unix};
-  if (seccomp_compile(&pr, &la->seccomp, err) < 0) {
+  if (seccomp_compile(&pr, false, &la->seccomp, err) < 0) {
     corral_policy_free(la->policy);
     free(la);
     return NULL;
   }
-  la->landlock_abi = landlock_abi_version();
   corral_adapter *ad = adapter_new("linux", &linux_ops, la);
   if (!ad) {
     ad = &(corral_adapter){.data = la};
@@ -142,6 +152,15 @@ corral_adapter *corral_adapter_new_linux(const corral_policy *policy, corral_err
   return ad;
 }
 
+corral_adapter *corral_adapter_new_landlock(const corral_policy *policy, unsigned flags,
+                                            corral_error *err) {
+  if (flags & ~CORRAL_ALLOW_DEGRADED) {
+    error_set(err, -EINVAL, EINVAL, "unknown flag bits %#x", flags);
+    return NULL;
+  }
+  return adapter_new_landlock(policy, flags & CORRAL_ALLOW_DEGRADED, err);
+}
+
 corral_adapter *corral_adapter_new_default(const corral_policy *policy, unsigned flags,
                                            corral_error *err) {
   if (flags & ~CORRAL_ALLOW_DEGRADED) {
@@ -150,15 +169,15 @@ corral_adapter *corral_adapter_new_default(const corral_policy *policy, unsigned
   }
   if (policy && !policy->enforce)
     return corral_adapter_new_direct(CORRAL_LEVEL_DISABLED, NULL);
-  /* Probing costs a fork, so only when there is a fallback to choose;
-   * otherwise a kernel that refuses shows up as sandbox_setup_failure. */
-  if (flags & CORRAL_ALLOW_DEGRADED) {
-    char why[256];
-    if (!ns_available(why, sizeof why)) {
-      char reason[400];
-      snprintf(reason, sizeof reason, "--allow-degraded: %s", why);
-      return corral_adapter_new_direct(CORRAL_LEVEL_DEGRADED, reason);
-    }
-  }
+  bool degraded_ok = flags & CORRAL_ALLOW_DEGRADED;
+  /* Cheap checks first (no fork).  The full probe costs a fork, so only
+   * when there is a fallback to choose; otherwise a kernel that refuses
+   * shows up as sandbox_setup_failure naming the step. */
+  char why[256];
+  ns_obstacle(why, sizeof why);
+  if (!why[0] && degraded_ok && ns_available(why, sizeof why))
+    why[0] = '\0';
+  if (why[0])
+    return adapter_new_landlock(policy, degraded_ok, err);
   return corral_adapter_new_linux(policy, err);
 }

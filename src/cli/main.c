@@ -14,6 +14,7 @@ struct subcommand {
 static const struct subcommand subcommands[] = {
     {"run", cmd_run, "run one command in the sandbox and capture its output"},
     {"policy", cmd_policy, "print the effective permission profile as JSON"},
+    {"doctor", cmd_doctor, "report what this kernel can enforce"},
 };
 
 static void usage(FILE *out) {

@@ -60,6 +60,19 @@ int policy_flag(struct policy_flags *pf, int id, const char *value) {
   case PF_UNSANDBOXED:
     pf->unsandboxed = true;
     return 0;
+  case PF_BACKEND:
+    if (strcmp(value, "auto") == 0)
+      pf->backend = 0;
+    else if (strcmp(value, "linux") == 0)
+      pf->backend = 1;
+    else if (strcmp(value, "landlock") == 0)
+      pf->backend = 2;
+    else {
+      fprintf(stderr, "corral: --backend: expected `auto`, `linux` or `landlock`, got `%s`\n",
+              value);
+      return -1;
+    }
+    return 0;
   }
   return 1;
 }
@@ -158,8 +171,10 @@ corral_adapter *policy_flags_adapter(const struct policy_flags *pf, const corral
     return corral_adapter_new_direct(CORRAL_LEVEL_DEGRADED,
                                      "--unsandboxed: the caller chose to run without a sandbox");
   corral_error err = {0};
-  corral_adapter *ad =
-      corral_adapter_new_default(policy, pf->allow_degraded ? CORRAL_ALLOW_DEGRADED : 0, &err);
+  unsigned flags = pf->allow_degraded ? CORRAL_ALLOW_DEGRADED : 0;
+  corral_adapter *ad = pf->backend == 1   ? corral_adapter_new_linux(policy, &err)
+                       : pf->backend == 2 ? corral_adapter_new_landlock(policy, flags, &err)
+                                          : corral_adapter_new_default(policy, flags, &err);
   if (!ad)
     snprintf(why, whylen, "no sandbox can be set up: %s", err.message);
   return ad;

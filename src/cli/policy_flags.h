@@ -22,6 +22,7 @@ enum {
   PF_BLOCK_UNIX,
   PF_ALLOW_DEGRADED,
   PF_UNSANDBOXED,
+  PF_BACKEND,
 };
 
 #define POLICY_FLAG_OPTIONS                                                                   \
@@ -44,7 +45,9 @@ enum {
       {"allow-degraded", NULL, PF_ALLOW_DEGRADED,                                             \
        "if this kernel cannot enforce, run unenforced and say so (default: refuse)"},         \
       {"unsandboxed", NULL, PF_UNSANDBOXED,                                                   \
-       "run without any sandbox; the outcome says enforcement is degraded"}
+       "run without any sandbox; the outcome says enforcement is degraded"},                  \
+      {"backend", "auto|linux|landlock", PF_BACKEND,                                          \
+       "which sandbox (default: auto: linux, or landlock where namespaces cannot be used)"}
 
 struct policy_flags {
   const char *policy_file;
@@ -54,6 +57,7 @@ struct policy_flags {
   size_t nworkspaces;
   int network; /* 0 unset, 1 deny, 2 allow */
   bool no_temp, read_only, block_unix, allow_degraded, unsandboxed;
+  int backend; /* 0 auto, 1 linux, 2 landlock */
 };
 
 /* Handles a PF_* id; returns 1 when the id is not a policy flag. */

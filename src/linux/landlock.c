@@ -57,7 +57,8 @@ static int allow(int ruleset, const char *path, uint64_t rights) {
     return errno == ENOENT ? 0 : -1;
   struct stat st;
   if (fstat(fd, &st) == 0 && !S_ISDIR(st.st_mode))
-    rights &= LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_TRUNCATE;
+    rights &= LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_TRUNCATE |
+              LANDLOCK_ACCESS_FS_READ_FILE;
   struct landlock_path_beneath_attr pb = {.allowed_access = rights, .parent_fd = fd};
   long r = syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &pb, 0);
   int e = errno;
@@ -66,11 +67,17 @@ static int allow(int ruleset, const char *path, uint64_t rights) {
   return r < 0 ? -1 : 0;
 }
 
+#define READ_RIGHTS (LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR)
+
 int landlock_apply(const struct linux_plan *lp, int report_fd) {
   int abi = lp->landlock_abi;
   if (abi <= 0)
     return 0; /* the kernel has none: the mount layer alone enforces */
-  struct ruleset_attr_v6 attr = {.handled_access_fs = write_rights(abi)};
+  /* Reads are handled only when the landlock-only adapter has to express
+   * deny-read or restricted reads itself (lp->read_allow not empty). */
+  bool reads = lp->read_allow.n > 0;
+  struct ruleset_attr_v6 attr = {.handled_access_fs =
+                                     write_rights(abi) | (reads ? READ_RIGHTS : 0)};
   size_t size = sizeof(uint64_t); /* ABI 1-3 know only handled_access_fs */
   if (abi >= 6) {
     attr.scoped = CORRAL_LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | CORRAL_LANDLOCK_SCOPE_SIGNAL;
@@ -81,6 +88,11 @@ int landlock_apply(const struct linux_plan *lp, int report_fd) {
     return setup_failed(report_fd, errno, "landlock: create ruleset%s", "");
   uint64_t rights = attr.handled_access_fs;
   const struct profile *pr = &lp->profile;
+  for (size_t i = 0; i < lp->read_allow.n; i++)
+    if (allow(rs, lp->read_allow.v[i], READ_RIGHTS) < 0) {
+      close(rs);
+      return setup_failed(report_fd, errno, "landlock: read rule for `%s`", lp->read_allow.v[i]);
+    }
   for (size_t i = 0; i < pr->write_roots.n; i++)
     if (allow(rs, pr->write_roots.v[i], rights) < 0) {
       close(rs);
@@ -93,7 +105,8 @@ int landlock_apply(const struct linux_plan *lp, int report_fd) {
                                     "/dev/pts", "/dev/shm", "/proc"};
   for (size_t i = 0; i < ARRAY_SIZE(dev); i++)
     if (allow(rs, dev[i], strcmp(dev[i], "/dev/shm") == 0 ? rights
-                                                            : LANDLOCK_ACCESS_FS_WRITE_FILE) < 0) {
+                                                            : LANDLOCK_ACCESS_FS_WRITE_FILE |
+                                                                  (reads ? READ_RIGHTS : 0)) < 0) {
       close(rs);
       return setup_failed(report_fd, errno, "landlock: rule for `%s`", dev[i]);
     }

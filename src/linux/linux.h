@@ -11,8 +11,39 @@
 
 #include <linux/filter.h>
 #include <sys/types.h>
+#include <time.h>
 
+#include "../launch.h"
 #include "../policy.h"
+
+/* runtime.c */
+struct runtime_lease {
+  char root[4096];  /* the directory with cache/ data/ tmp/ */
+  int lease_fd;     /* holds the shared flock, -1 for a private directory */
+  bool private_dir; /* a mkdtemp directory, removed on release */
+};
+int runtime_acquire(const char *workspace, const struct path_list *roots,
+                    struct runtime_lease *rl, corral_error *err);
+void runtime_release(struct runtime_lease *rl);
+void runtime_cleanup(const char *base, time_t max_age, size_t keep);
+
+/* monitor.c: protected metadata in the write roots. */
+struct protect {
+  int fd;                   /* inotify, -1 when nothing is watched */
+  int wd[64];
+  const char *root[64];     /* borrowed from the profile */
+  size_t nwatch;
+  const struct path_list *names;
+  struct path_list created; /* protected paths the command created */
+};
+void protect_init(struct protect *pt);
+/* Adds read-only carve-outs for what exists and watches the rest. */
+int protect_prepare(struct profile *pr, struct protect *pt, corral_error *err);
+/* Reads pending events; true once a protected path was created. */
+bool protect_check(struct protect *pt);
+/* Removes what was created and fills the denial and the stderr note. */
+void protect_finish(struct protect *pt, launch_report *rep);
+void protect_free(struct protect *pt);
 
 struct linux_plan {
   struct profile profile;
@@ -20,7 +51,9 @@ struct linux_plan {
   uid_t uid;                   /* the supervisor's ids, mapped to themselves */
   gid_t gid;
   int landlock_abi;            /* 0: the kernel has no Landlock */
-  char cwd[4096];
+  struct protect protect;
+  struct runtime_lease runtime;
+  struct path_list read_allow; /* landlock-only: where reading is allowed */
 };
 
 /* namespaces.c */
@@ -28,6 +61,10 @@ unsigned long ns_clone_flags(const struct profile *pr);
 int ns_write_id_maps(pid_t child, uid_t uid, gid_t gid, corral_error *err);
 int ns_loopback_up_apply(int report_fd);
 int ns_drop_privileges_apply(int report_fd);
+int prctl_no_new_privs(int report_fd);
+/* Why the namespace adapter cannot work here, cheaply (no fork): "" when
+ * nothing speaks against it. */
+void ns_obstacle(char *why, size_t whylen);
 /* Can this process create the namespaces the adapter needs?  (A probe in a
  * short-lived child; *why says what failed.) */
 bool ns_available(char *why, size_t whylen);
@@ -40,8 +77,33 @@ int landlock_abi_version(void);
 int landlock_apply(const struct linux_plan *lp, int report_fd);
 
 /* seccomp.c */
-int seccomp_compile(const struct profile *pr, struct sock_fprog *prog, corral_error *err);
+/* deny_inet: no socket other than AF_UNIX (network denial without a
+ * network namespace, for the landlock-only adapter). */
+int seccomp_compile(const struct profile *pr, bool deny_inet, struct sock_fprog *prog,
+                    corral_error *err);
 int seccomp_apply(const struct sock_fprog *prog, int report_fd);
+
+/* environment.c */
+bool env_is_secret(const char *entry, const struct profile *pr);
+/* Sets KEY=VALUE in an environment vector, replacing KEY; 0 or -ENOMEM. */
+int env_set(char ***envp, size_t *envc, const char *key, const char *value);
+/* Removes secrets, adds the markers and (when runtime is not NULL) points
+ * caches and temp there. */
+int environment_prepare(char ***envp, size_t *envc, const struct profile *pr,
+                        const char *backend, const char *runtime);
+
+/* adapters/linux.c: shared by the linux and landlock adapters. */
+struct launch_plan;
+int linux_plan_prepare(const corral_policy *policy, const struct sock_fprog *seccomp,
+                       const char *backend, const corral_request *req,
+                       struct launch_plan *plan, corral_error *err);
+int linux_finish(corral_adapter *ad, struct launch_plan *plan, launch_report *rep,
+                 corral_error *err);
+void linux_cleanup(corral_adapter *ad, struct launch_plan *plan);
+
+/* adapters/landlock.c */
+corral_adapter *adapter_new_landlock(const corral_policy *policy, bool allow_degraded,
+                                     corral_error *err);
 
 /* Reports a failed step; always returns -1.  `what` is formatted with %s. */
 int setup_failed(int report_fd, int saved_errno, const char *fmt, const char *arg);

@@ -11,8 +11,13 @@
  *      never on the host;
  *   4. attach the root read-only, nosuid, nodev; the write roots writable;
  *   5. deny-write paths: bound onto themselves, read-only;
- *   6. deny-read paths: an empty read-only tmpfs over a directory, an
- *      unreadable empty file over a file; allow-read paths bound back in;
+ *   6. deny-read paths: first their parent directory (the nearest one that
+ *      exists, outside the write roots) is replaced by a read-only "view":
+ *      a tmpfs holding binds of its other entries, made once at start, so a
+ *      secret created or renamed into place on the host while the command
+ *      runs never appears; then an empty read-only tmpfs over a denied
+ *      directory, an unreadable empty file over a denied file, and
+ *      allow-read paths bound back in;
  *   7. a fresh /proc (only the sandbox's processes) and a minimal /dev;
  *   8. pivot_root into the new root and detach the old one.
  *
@@ -23,6 +28,7 @@
 #include <stdio.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <dirent.h>
 #include <sys/syscall.h>
 
 #include "../internal.h"
@@ -201,6 +207,120 @@ static int deny_read(const char *path, const struct profile *pr, int report_fd) 
   return 0;
 }
 
+/* The deny-read path's nearest existing ancestor in the new root. */
+static void nearest_existing_parent(const char *path, char *out) {
+  char probe[PATH_MAX];
+  snprintf(out, PATH_MAX, "%s", path);
+  for (;;) {
+    char *slash = strrchr(out, '/');
+    if (!slash || slash == out) {
+      snprintf(out, PATH_MAX, "/");
+      return;
+    }
+    *slash = '\0';
+    struct stat st;
+    in_root(probe, out);
+    if (lstat(probe, &st) == 0)
+      return;
+  }
+}
+
+static bool under_any(const char *path, const struct path_list *roots) {
+  for (size_t i = 0; i < roots->n; i++)
+    if (path_is_under(path, roots->v[i]))
+      return true;
+  return false;
+}
+
+/* Is `parent/name` a deny-read path? */
+static bool denied_entry(const char *parent, const char *name, const struct path_list *deny) {
+  char full[PATH_MAX];
+  snprintf(full, sizeof full, "%s/%s", strcmp(parent, "/") == 0 ? "" : parent, name);
+  return path_list_has(deny, full);
+}
+
+/* Replaces directory `parent` with a read-only tmpfs holding binds of its
+ * entries as they are now; denied entries become placeholders (an empty
+ * directory, a mode-000 file) that deny_read() masks afterwards. */
+static int build_view(const char *parent, const struct profile *pr, int report_fd) {
+  char target[PATH_MAX], dents[8192];
+  in_root(target, parent);
+  int dfd = open(target, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0)
+    return setup_failed(report_fd, errno, "mounts: view of `%s`", parent);
+  if (mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=256k") < 0) {
+    close(dfd);
+    return setup_failed(report_fd, errno, "mounts: view of `%s`", parent);
+  }
+  long got;
+  int rc = 0;
+  while (rc == 0 && (got = syscall(SYS_getdents64, dfd, dents, sizeof dents)) > 0) {
+    for (long off = 0; off < got && rc == 0;) {
+      struct dirent64 *d = (struct dirent64 *)(dents + off);
+      off += d->d_reclen;
+      const char *name = d->d_name;
+      if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+        continue;
+      struct stat st;
+      if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        continue; /* vanished meanwhile */
+      char entry[PATH_MAX];
+      snprintf(entry, sizeof entry, "%s/%s", target, name);
+      bool deny = denied_entry(parent, name, &pr->deny_read);
+      if (S_ISLNK(st.st_mode)) {
+        char dest[PATH_MAX];
+        ssize_t n = readlinkat(dfd, name, dest, sizeof dest - 1);
+        if (n < 0)
+          continue;
+        dest[n] = '\0';
+        if (!deny && symlink(dest, entry) < 0)
+          rc = -1;
+        continue;
+      }
+      if (S_ISDIR(st.st_mode) ? mkdir(entry, 0755) < 0 : make_mount_point(entry, false) < 0) {
+        rc = -1;
+        break;
+      }
+      if (deny) {
+        if (!S_ISDIR(st.st_mode))
+          chmod(entry, 0);
+        continue;
+      }
+      int fd = open_tree(dfd, name, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+      if (fd < 0 || attach(fd, entry) < 0)
+        rc = -1;
+    }
+  }
+  int e = errno;
+  close(dfd);
+  if (rc < 0)
+    return setup_failed(report_fd, e, "mounts: view of `%s`", parent);
+  if (set_attr(target, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0, false) < 0)
+    return setup_failed(report_fd, errno, "mounts: view of `%s` read-only", parent);
+  return 0;
+}
+
+static int build_views(const struct profile *pr, int report_fd) {
+  static char done[64][PATH_MAX];
+  size_t ndone = 0;
+  for (size_t i = 0; i < pr->deny_read.n; i++) {
+    char parent[PATH_MAX];
+    nearest_existing_parent(pr->deny_read.v[i], parent);
+    /* A parent inside a write root must stay writable: no view there. */
+    if (strcmp(parent, "/") == 0 || under_any(parent, &pr->write_roots))
+      continue;
+    bool seen = false;
+    for (size_t k = 0; k < ndone && !seen; k++)
+      seen = strcmp(done[k], parent) == 0;
+    if (seen || ndone == ARRAY_SIZE(done))
+      continue;
+    snprintf(done[ndone++], PATH_MAX, "%s", parent);
+    if (build_view(parent, pr, report_fd) < 0)
+      return -1;
+  }
+  return 0;
+}
+
 static int make_dev(int report_fd) {
   static const char *const nodes[] = {"null", "zero", "full", "random", "urandom", "tty"};
   char path[PATH_MAX];
@@ -298,6 +418,11 @@ int mounts_apply(const struct linux_plan *lp, int report_fd) {
   }
   if (attach_sources(write_src, nwrite, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, MOUNT_ATTR_RDONLY,
                      pr->restricted_read, report_fd, "mounts: write root `%s`") < 0)
+    return -1;
+  /* Views come after the write roots: a view's binds are recursive
+   * clones, so a write root inside a view's directory is carried into it
+   * still writable. */
+  if (build_views(pr, report_fd) < 0)
     return -1;
   /* 5. */
   for (size_t i = 0; i < pr->deny_write.n; i++)

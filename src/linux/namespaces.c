@@ -92,9 +92,57 @@ int ns_drop_privileges_apply(int report_fd) {
   memset(data, 0, sizeof data);
   if (syscall(SYS_capset, &hdr, data) < 0)
     return setup_failed(report_fd, errno, "capabilities: capset to zero%s", "");
+  return prctl_no_new_privs(report_fd);
+}
+
+int prctl_no_new_privs(int report_fd) {
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
     return setup_failed(report_fd, errno, "no_new_privs%s", "");
   return 0;
+}
+
+static long read_sysctl(const char *path) {
+  char buf[32];
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0)
+    return -1;
+  buf[n] = '\0';
+  return strtol(buf, NULL, 10);
+}
+
+void ns_obstacle(char *why, size_t whylen) {
+  why[0] = '\0';
+  /* Inside corral's own sandbox, Landlock forbids every mount. */
+  const char *sandboxed = getenv("CORRAL_SANDBOXED");
+  if (sandboxed && strcmp(sandboxed, "1") == 0) {
+    snprintf(why, whylen, "already inside a corral sandbox (Landlock forbids mounts)");
+    return;
+  }
+  if (read_sysctl("/proc/sys/user/max_user_namespaces") == 0) {
+    snprintf(why, whylen, "user namespaces are disabled (user.max_user_namespaces = 0)");
+    return;
+  }
+  if (geteuid() != 0 && read_sysctl("/proc/sys/kernel/unprivileged_userns_clone") == 0) {
+    snprintf(why, whylen, "unprivileged user namespaces are disabled "
+                          "(kernel.unprivileged_userns_clone = 0)");
+    return;
+  }
+  if (geteuid() != 0 &&
+      read_sysctl("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == 1) {
+    snprintf(why, whylen, "AppArmor restricts unprivileged user namespaces");
+    return;
+  }
+  /* Mapping uid 0 into a new namespace needs CAP_SETFCAP. */
+  if (geteuid() == 0) {
+    struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct data[2];
+    if (syscall(SYS_capget, &hdr, data) == 0 && !(data[0].effective & (1u << CAP_SETFCAP)))
+      snprintf(why, whylen, "root without CAP_SETFCAP cannot map itself into a user namespace");
+  }
 }
 
 bool ns_available(char *why, size_t whylen) {

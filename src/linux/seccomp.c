@@ -40,7 +40,8 @@ static int add_native_arches(scmp_filter_ctx ctx) {
   return 0;
 }
 
-int seccomp_compile(const struct profile *pr, struct sock_fprog *prog, corral_error *err) {
+int seccomp_compile(const struct profile *pr, bool deny_inet, struct sock_fprog *prog,
+                    corral_error *err) {
   scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
   if (!ctx)
     return error_set(err, CORRAL_ESETUP, 0, "seccomp: init failed");
@@ -63,6 +64,8 @@ int seccomp_compile(const struct profile *pr, struct sock_fprog *prog, corral_er
                          SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCLINUX));
   if (r == 0 && pr->block_unix)
     r = seccomp_rule_add(ctx, deny, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
+  if (r == 0 && deny_inet)
+    r = seccomp_rule_add(ctx, deny, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_NE, AF_UNIX));
   if (r < 0) {
     seccomp_release(ctx);
     return error_set(err, CORRAL_ESETUP, -r, "seccomp: adding rules: %s", strerror(-r));

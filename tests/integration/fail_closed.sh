@@ -6,7 +6,8 @@
 . "$(dirname "$0")/../lib.sh"
 [ "$(id -u)" -eq 0 ] || { echo "needs root: skipped"; exit 77; }
 work=$(mktemp -d)
-jail=$(mktemp -d)
+# Not under /tmp: the jail's paths must not lie beneath a write root.
+jail=$(mktemp -d /var/tmp/corral-jail-XXXXXX)
 trap 'rm -rf "$work"; rmdir "$jail"' EXIT
 cd "$work"
 jailed() {
@@ -31,12 +32,20 @@ t "the message reaches stderr without --json"
 err=$(corral_jailed run -- true 2>&1); expect_eq 125 $?
 expect_contains "$err" "sandbox"
 
-t "--allow-degraded runs unenforced and says why"
-json=$(corral_jailed run --json --allow-degraded -- sh -c "echo ran > $work/ran"); rc=$?
-expect_eq 0 $rc
+t "--allow-degraded falls back to the landlock-only adapter, which still enforces"
+json=$(corral_jailed run --json --allow-degraded -- sh -c "echo ran > $work/ran; echo x > /etc/corral-fallback-probe"); rc=$?
+expect_eq 2 $rc "sh exits 2 when a redirection fails"
 expect_eq ran "$(cat "$work/ran" 2>/dev/null)"
+expect_absent /etc/corral-fallback-probe
+expect_eq landlock "$(printf '%s' "$json" | json_get outcome.enforcement.backend)"
+expect_eq native "$(printf '%s' "$json" | json_get outcome.enforcement.level)"
+
+t "what the fallback cannot express runs degraded, and says what is missing"
+echo a > "$work/keep"
+json=$(corral_jailed run --json --allow-degraded --deny-write "$work/keep" -- true); rc=$?
+expect_eq 0 $rc
 expect_eq true "$(printf '%s' "$json" | json_get outcome.enforcement.degraded)"
 expect_eq degraded "$(printf '%s' "$json" | json_get outcome.enforcement.level)"
-expect_contains "$(printf '%s' "$json" | json_get outcome.enforcement.downgradeReason)" "user namespaces"
+expect_contains "$(printf '%s' "$json" | json_get outcome.enforcement.downgradeReason)" "read-only paths"
 
 finish

@@ -5,27 +5,8 @@
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib.sh"
 : "${PROBE:?PROBE must point at the probe binary}"
-TEST_USER=corraltest
-
-if [ "${SANDBOX_AS:-root}" = user ]; then
-  [ "$(id -u)" -eq 0 ] || { echo "needs root to create the unprivileged user: skipped"; exit 77; }
-  id "$TEST_USER" >/dev/null 2>&1 || useradd -m -s /bin/bash "$TEST_USER"
-  # The build tree may not be reachable by the user: copy what it needs.
-  bin=$(mktemp -d /tmp/corral-bin-XXXXXX); chmod 755 "$bin"
-  cp "$CORRAL" "$PROBE" "$here/sandbox.sh" "$here/../lib.sh" "$bin/"
-  mkdir -p "$bin/security" && cp "$here/sandbox.sh" "$bin/security/" && cp "$here/../lib.sh" "$bin/"
-  # A setuid-root shell, prepared by root, must not give root inside.
-  cp /bin/bash "$bin/suid-bash"; chmod 4755 "$bin/suid-bash"
-  chmod -R a+rX "$bin"
-  home=$(getent passwd "$TEST_USER" | cut -d: -f6)
-  setpriv --reuid="$TEST_USER" --regid="$TEST_USER" --init-groups \
-    env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$home" CORRAL="$bin/corral" \
-    PROBE="$bin/probe" SUID_BASH="$bin/suid-bash" SANDBOX_AS=inner \
-    bash "$bin/security/sandbox.sh"
-  rc=$?
-  rm -rf "$bin"
-  exit $rc
-fi
+. "$here/as_user.sh"
+run_as_user_if_asked sandbox.sh
 
 # Both outside /tmp, which is a write root by default.
 ws=$(mktemp -d "$HOME/corral-ws-XXXXXX")

@@ -1,0 +1,195 @@
+/*
+ * landlock.c — the landlock-only adapter, for hosts where user namespaces
+ * are unavailable or restricted, and for corral inside corral (a
+ * Landlock-restricted process may not mount, so namespaces are out).
+ *
+ * Setup order inside init (no namespaces; init is a child subreaper):
+ *   1. no_new_privs;
+ *   2. Landlock: writes only beneath the write roots; when the policy hides
+ *      something, reads only beneath an allow-list computed here (every
+ *      entry along the way to a deny-read path but that path), which also
+ *      keeps secrets created later unreadable; signal and abstract-socket
+ *      scoping (ABI 6+);
+ *   3. seccomp, last: the core's denials plus, with the network denied, no
+ *      socket other than AF_UNIX.
+ *
+ * What it cannot express — read-only paths inside a write root that are
+ * not already read-only (an outer sandbox may have made them so), or any
+ * Landlock at all — makes it refuse and name the part, unless the caller
+ * accepted degraded enforcement; the outcome then says what is missing.
+ */
+#include <dirent.h>
+#include <stdio.h>
+#include <sys/stat.h>
+
+#include "../adapter.h"
+#include "../internal.h"
+#include "../linux/linux.h"
+
+struct landlock_adapter {
+  corral_policy *policy;
+  struct sock_fprog seccomp;
+  bool allow_degraded;
+};
+
+static int landlock_init_setup(const launch_plan *plan, int report_fd) {
+  const struct linux_plan *lp = plan->adapter_data;
+  if (landlock_apply(lp, report_fd) < 0)
+    return -1;
+  if (prctl_no_new_privs(report_fd) < 0 || seccomp_apply(&lp->seccomp, report_fd) < 0)
+    return -1;
+  return 0;
+}
+
+/* Replaces `dir` in the allow-list by its entries, except the one on the
+ * way to `target`, into which it descends; `target` itself is left out. */
+static int carve(struct path_list *allow, const char *dir, const char *target) {
+  DIR *d = opendir(dir);
+  if (!d)
+    return 0; /* unreadable already */
+  struct dirent *de;
+  char next[4096] = "";
+  size_t dlen = strcmp(dir, "/") == 0 ? 0 : strlen(dir);
+  /* The child of dir that leads to target. */
+  const char *rest = target + dlen + 1;
+  size_t clen = strcspn(rest, "/");
+  int r = 0;
+  while ((de = readdir(d)) && r == 0) {
+    if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+      continue;
+    char path[4096];
+    snprintf(path, sizeof path, "%.*s/%s", (int)dlen, dir, de->d_name);
+    if (strlen(de->d_name) == clen && strncmp(de->d_name, rest, clen) == 0) {
+      snprintf(next, sizeof next, "%s", path);
+      continue;
+    }
+    r = path_list_add(allow, path);
+  }
+  closedir(d);
+  if (r == 0 && next[0] && strcmp(next, target) != 0) {
+    struct stat st;
+    if (lstat(next, &st) == 0 && S_ISDIR(st.st_mode))
+      r = carve(allow, next, target);
+  }
+  return r;
+}
+
+/* The read allow-list, or an empty list when reads need no handling. */
+static int compute_read_allow(const struct profile *pr, struct path_list *out) {
+  int r = 0;
+  if (pr->restricted_read) {
+    for (size_t i = 0; i < pr->platform_roots.n && r == 0; i++)
+      r = path_list_add(out, pr->platform_roots.v[i]);
+    for (size_t i = 0; i < pr->read_roots.n && r == 0; i++)
+      r = path_list_add(out, pr->read_roots.v[i]);
+  } else if (pr->deny_read.n > 0) {
+    /* Start from "/" and carve each denied path out of whichever allowed
+     * entry contains it. */
+    r = path_list_add(out, "/");
+    for (size_t i = 0; i < pr->deny_read.n && r == 0; i++) {
+      const char *deny = pr->deny_read.v[i];
+      for (size_t k = 0; k < out->n; k++) {
+        if (!path_is_under(deny, out->v[k]))
+          continue;
+        char *holder = out->v[k];
+        out->v[k] = out->v[--out->n];
+        out->v[out->n] = NULL;
+        if (strcmp(holder, deny) != 0)
+          r = carve(out, holder, deny);
+        free(holder);
+        break;
+      }
+    }
+  } else {
+    return 0;
+  }
+  for (size_t i = 0; i < pr->allow_read.n && r == 0; i++)
+    r = path_list_add(out, pr->allow_read.v[i]);
+  static const char *const always[] = {"/dev", "/proc"};
+  for (size_t i = 0; i < ARRAY_SIZE(always) && r == 0; i++)
+    r = path_list_add(out, always[i]);
+  for (size_t i = 0; i < pr->write_roots.n && r == 0; i++)
+    r = path_list_add(out, pr->write_roots.v[i]);
+  return r;
+}
+
+/* Read-only paths inside write roots that no layer enforces yet. */
+static void unenforced_readonly(const struct profile *pr, char *out, size_t size) {
+  out[0] = '\0';
+  for (size_t i = 0; i < pr->deny_write.n; i++) {
+    const char *p = pr->deny_write.v[i];
+    bool inside = false;
+    for (size_t k = 0; k < pr->write_roots.n && !inside; k++)
+      inside = path_is_under(p, pr->write_roots.v[k]);
+    if (!inside || (access(p, W_OK) < 0 && (errno == EROFS || errno == EACCES)))
+      continue; /* outside a write root Landlock denies it; or already read-only */
+    if (!out[0])
+      snprintf(out, size, "read-only paths inside a write root (`%s`)", p);
+    return;
+  }
+}
+
+static int landlock_prepare(corral_adapter *ad, const corral_request *req, launch_plan *plan,
+                            corral_enforcement *enf, corral_error *err) {
+  struct landlock_adapter *la = ad->data;
+  int r = linux_plan_prepare(la->policy, &la->seccomp, "landlock", req, plan, err);
+  if (r < 0)
+    return r;
+  struct linux_plan *lp = plan->adapter_data;
+  char gap[600] = "";
+  if (lp->landlock_abi <= 0)
+    snprintf(gap, sizeof gap, "this kernel has no Landlock");
+  else
+    unenforced_readonly(&lp->profile, gap, sizeof gap);
+  if (!gap[0] && compute_read_allow(&lp->profile, &lp->read_allow) < 0)
+    return error_set(err, -ENOMEM, ENOMEM, "out of memory");
+  if (gap[0] && !la->allow_degraded)
+    return error_set(err, CORRAL_ESETUP, 0,
+                     "the landlock-only adapter cannot enforce %s (--allow-degraded runs the "
+                     "command anyway and says so)",
+                     gap);
+  plan->init_setup = landlock_init_setup;
+  char reason[700];
+  snprintf(reason, sizeof reason, "landlock-only: not enforced: %s", gap);
+  if (enforcement_set(enf, "landlock", gap[0] ? CORRAL_LEVEL_DEGRADED : CORRAL_LEVEL_NATIVE,
+                      gap[0] ? reason : NULL) < 0)
+    return error_set(err, -ENOMEM, ENOMEM, "out of memory");
+  return 0;
+}
+
+static void landlock_destroy(corral_adapter *ad) {
+  struct landlock_adapter *la = ad->data;
+  corral_policy_free(la->policy);
+  free(la->seccomp.filter);
+  free(la);
+}
+
+static const struct adapter_ops landlock_ops = {
+    .prepare = landlock_prepare,
+    .finish = linux_finish,
+    .cleanup = linux_cleanup,
+    .destroy = landlock_destroy,
+};
+
+corral_adapter *adapter_new_landlock(const corral_policy *policy, bool allow_degraded,
+                                     corral_error *err) {
+  struct landlock_adapter *la = calloc(1, sizeof *la);
+  if (!la || !(la->policy = policy_copy(policy))) {
+    free(la);
+    error_set(err, -ENOMEM, ENOMEM, "out of memory");
+    return NULL;
+  }
+  la->allow_degraded = allow_degraded;
+  struct profile pr = {.block_unix = la->policy->block_unix};
+  if (seccomp_compile(&pr, !la->policy->network_allow, &la->seccomp, err) < 0) {
+    corral_policy_free(la->policy);
+    free(la);
+    return NULL;
+  }
+  corral_adapter *ad = adapter_new("landlock", &landlock_ops, la);
+  if (!ad) {
+    landlock_destroy(&(corral_adapter){.data = la});
+    error_set(err, -ENOMEM, ENOMEM, "out of memory");
+  }
+  return ad;
+}

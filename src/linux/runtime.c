@@ -1,0 +1,183 @@
+/*
+ * runtime.c — per-workspace runtime directories for caches and temp files.
+ *
+ * Layout: <cache>/corral/runtime/v1/<first 16 hex of sha256(workspace)>/
+ *         {cache,data,tmp} (mode 0700), and beside it <name>.lease.
+ *
+ * Invariants:
+ *   1. a command using a directory holds a shared flock on its lease for
+ *      the whole run;
+ *   2. a directory is removed only by whoever holds the exclusive lock,
+ *      taken without blocking, so one in use is never removed;
+ *   3. an acquirer checks, after locking, that the lease it locked is still
+ *      the one on disk (a remover may have unlinked it in between).
+ * Removal: directories older than 30 days, or beyond the newest 64.
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdio.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "../internal.h"
+#include "../policy.h"
+#include "../sha256.h"
+#include "linux.h"
+
+#define RUNTIME_MAX_AGE (30L * 24 * 3600)
+#define RUNTIME_KEEP 64
+
+static int mkdir_parents(const char *path, mode_t mode) {
+  char buf[PATH_MAX];
+  snprintf(buf, sizeof buf, "%s", path);
+  for (char *p = buf + 1; *p; p++) {
+    if (*p != '/')
+      continue;
+    *p = '\0';
+    if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+      return -1;
+    *p = '/';
+  }
+  return mkdir(buf, mode) < 0 && errno != EEXIST ? -1 : 0;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+  (void)st, (void)flag, (void)ftw;
+  remove(path);
+  return 0;
+}
+
+static void rm_rf(const char *path) { nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
+
+/* The base directory, or "" when there is none that fits. */
+static void runtime_base(char *out, size_t size) {
+  const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+  if (xdg && xdg[0] == '/')
+    snprintf(out, size, "%s/corral/runtime/v1", xdg);
+  else if (home && home[0] == '/')
+    snprintf(out, size, "%s/.cache/corral/runtime/v1", home);
+  else
+    out[0] = '\0';
+}
+
+struct entry {
+  char name[32];
+  time_t mtime;
+};
+
+static int newest_first(const void *a, const void *b) {
+  time_t x = ((const struct entry *)a)->mtime, y = ((const struct entry *)b)->mtime;
+  return x < y ? 1 : x > y ? -1 : 0;
+}
+
+void runtime_cleanup(const char *base, time_t max_age, size_t keep) {
+  DIR *d = opendir(base);
+  if (!d)
+    return;
+  struct entry *e = NULL;
+  size_t n = 0, cap = 0;
+  struct dirent *de;
+  while ((de = readdir(d))) {
+    if (strlen(de->d_name) != 16 || strspn(de->d_name, "0123456789abcdef") != 16)
+      continue;
+    struct stat st;
+    if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+      continue;
+    if (n == cap) {
+      struct entry *g = realloc(e, (cap = cap ? cap * 2 : 64) * sizeof *e);
+      if (!g)
+        break;
+      e = g;
+    }
+    snprintf(e[n].name, sizeof e[n].name, "%s", de->d_name);
+    e[n++].mtime = st.st_mtime;
+  }
+  closedir(d);
+  if (n > 1)
+    qsort(e, n, sizeof *e, newest_first);
+  time_t now = time(NULL);
+  for (size_t i = 0; i < n; i++) {
+    if (i < keep && now - e[i].mtime <= max_age)
+      continue;
+    char dir[PATH_MAX], lease[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/%s", base, e[i].name);
+    snprintf(lease, sizeof lease, "%s.lease", dir);
+    int fd = open(lease, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0)
+      continue;
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+      rm_rf(dir);
+      unlink(lease);
+    }
+    close(fd); /* releases the lock */
+  }
+  free(e);
+}
+
+int runtime_acquire(const char *workspace, const struct path_list *roots, struct runtime_lease *rl,
+                    corral_error *err) {
+  char base[PATH_MAX], hex[65];
+  rl->lease_fd = -1;
+  rl->private_dir = false;
+  runtime_base(base, sizeof base);
+  bool usable = base[0] != '\0';
+  for (size_t i = 0; usable && i < roots->n; i++)
+    if (path_is_under(base, roots->v[i]))
+      usable = false; /* never inside the workspace */
+  if (usable && mkdir_parents(base, 0700) < 0)
+    usable = false;
+  if (usable) {
+    sha256_hex(workspace, strlen(workspace), hex);
+    hex[16] = '\0';
+    snprintf(rl->root, sizeof rl->root, "%s/%s", base, hex);
+    char lease[PATH_MAX + 8];
+    snprintf(lease, sizeof lease, "%s.lease", rl->root);
+    for (int attempt = 0; attempt < 5 && rl->lease_fd < 0; attempt++) {
+      int fd = open(lease, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+      if (fd < 0)
+        break;
+      struct stat a, b;
+      if (flock(fd, LOCK_SH) == 0 && fstat(fd, &a) == 0 && stat(lease, &b) == 0 &&
+          a.st_ino == b.st_ino && a.st_dev == b.st_dev)
+        rl->lease_fd = fd; /* invariant 3 */
+      else
+        close(fd);
+    }
+    if (rl->lease_fd < 0)
+      usable = false;
+  }
+  if (!usable) {
+    /* A private directory outside the workspace, removed after the run. */
+    const char *tmp = "/tmp";
+    snprintf(rl->root, sizeof rl->root, "%s/corral-runtime-XXXXXX", tmp);
+    if (!mkdtemp(rl->root))
+      return error_sys(err, "runtime directory: mkdtemp `%s`", rl->root);
+    rl->private_dir = true;
+  }
+  static const char *const subdirs[] = {"", "/cache", "/data", "/tmp"};
+  for (size_t i = 0; i < ARRAY_SIZE(subdirs); i++) {
+    char path[PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s%s", rl->root, subdirs[i]);
+    if (mkdir(path, 0700) < 0 && errno != EEXIST) {
+      int r = error_sys(err, "runtime directory: mkdir `%s`", path);
+      runtime_release(rl);
+      return r;
+    }
+  }
+  utimensat(AT_FDCWD, rl->root, NULL, 0); /* most recently used */
+  if (!rl->private_dir)
+    runtime_cleanup(base, RUNTIME_MAX_AGE, RUNTIME_KEEP);
+  return 0;
+}
+
+void runtime_release(struct runtime_lease *rl) {
+  if (rl->private_dir && rl->root[0])
+    rm_rf(rl->root);
+  if (rl->lease_fd >= 0)
+    close(rl->lease_fd);
+  rl->lease_fd = -1;
+  rl->root[0] = '\0';
+}

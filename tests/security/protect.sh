@@ -1,0 +1,180 @@
+# Protected metadata, secrets, runtime directories, environment, nesting and
+# the landlock-only adapter, from the inside, host checked afterwards.
+# SANDBOX_AS=user re-runs this file as an unprivileged user (see sandbox.sh).
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../lib.sh"
+. "$here/as_user.sh"
+run_as_user_if_asked protect.sh
+
+# A temporary HOME with fake secret stores, so the real ones are never read.
+fakehome=$(mktemp -d "$HOME/corral-home-XXXXXX")
+ws=$(mktemp -d "$HOME/corral-ws-XXXXXX")
+trap 'rm -rf "$fakehome" "$ws"' EXIT
+export HOME=$fakehome XDG_CACHE_HOME=$fakehome/.cache
+unset XDG_CONFIG_HOME CLOUDSDK_CONFIG GOOGLE_APPLICATION_CREDENTIALS NETRC NPM_CONFIG_USERCONFIG \
+  DOCKER_CONFIG GH_CONFIG_DIR KUBECONFIG
+cd "$ws"
+cr() { "$CORRAL" run "$@"; }
+git_id=(-c user.email=t@example.invalid -c user.name=t)
+
+t "git init, add, commit work inside"
+out=$(cr -- sh -c "git init -q && echo a > f && git add f && git ${git_id[*]} commit -qm one && git log --oneline | wc -l" 2>&1)
+expect_eq 1 "$out"
+
+t ".git/hooks and .git/config are read-only; the rest of .git is not"
+cp .git/config "$fakehome/config.before"
+cr -- sh -c "echo evil > .git/hooks/pre-commit; echo '[x]' >> .git/config" 2>/dev/null
+expect_absent .git/hooks/pre-commit
+cmp -s .git/config "$fakehome/config.before" && pass || fail ".git/config changed"
+out=$(cr -- sh -c "git ${git_id[*]} commit -q --allow-empty -m two && git branch b2 && echo x > g && git add g && git stash -q && git stash list | wc -l && git log --oneline | wc -l" 2>&1)
+expect_eq "1
+2" "$out"
+
+for attempt in "mkdir .agents" "touch .corral" "mv f .agents" "mkdir .agents && rmdir .agents" "ln -s /etc .agents"; do
+  t "protected metadata: \`$attempt\` is stopped and reported"
+  git checkout -q -- f 2>/dev/null; echo a > f
+  json=$(cr --json -- sh -c "$attempt; sleep 5; echo survived"); rc=$?
+  expect_eq 125 $rc
+  expect_eq denied "$(printf '%s' "$json" | json_get outcome.state)"
+  expect_eq enforcement_denied "$(printf '%s' "$json" | json_get outcome.kind)"
+  name=$(case "$attempt" in *corral*) echo .corral ;; *) echo .agents ;; esac)
+  expect_eq "$ws/$name" "$(printf '%s' "$json" | json_get outcome.denial.capability.scope)"
+  expect_eq protected_metadata "$(printf '%s' "$json" | json_get outcome.denial.capability.kind)"
+  expect_eq configured_policy "$(printf '%s' "$json" | json_get outcome.denial.source)"
+  expect_eq true "$(printf '%s' "$json" | json_get outcome.denial.recoverable)"
+  expect_eq request_approval "$(printf '%s' "$json" | json_get outcome.denial.nextAction)"
+  expect_contains "$(printf '%s' "$json" | json_get stderr)" "blocked creation of protected path $ws/$name"
+  expect_not_contains "$(printf '%s' "$json" | json_get stdout)" survived
+  expect_absent "$ws/$name"
+done
+
+t "an existing protected directory is read-only"
+mkdir "$ws/.agents"
+cr -- sh -c "echo x > $ws/.agents/planted" 2>/dev/null
+expect_absent "$ws/.agents/planted"
+rmdir "$ws/.agents"
+
+t "no file appears on the host from setting this up"
+before=$(cd "$ws" && find . -path ./.git -prune -o -print | sort)
+cr -- true
+after=$(cd "$ws" && find . -path ./.git -prune -o -print | sort)
+expect_eq "$before" "$after"
+
+# Fake secret stores.
+mkdir -p "$HOME/.aws" "$HOME/.azure" "$HOME/.config/gcloud" "$HOME/.ssh" "$HOME/.gnupg" \
+  "$HOME/.config/git" "$HOME/.docker" "$HOME/.kube" "$HOME/.config/gh" "$HOME/.cargo" \
+  "$HOME/.config/corral"
+stores=(.aws/credentials .azure/accessTokens.json .config/gcloud/credentials.db .ssh/id_ed25519
+  .gnupg/secring.gpg .netrc .git-credentials .config/git/credentials .npmrc .pypirc
+  .docker/config.json .kube/config .config/gh/hosts.yml .cargo/credentials.toml
+  .cargo/credentials .config/corral/token)
+for s in "${stores[@]}"; do echo "SECRET-$s" > "$HOME/$s"; done
+echo "[user]" > "$HOME/.gitconfig"; echo "name = t" >> "$HOME/.gitconfig"
+for s in "${stores[@]}"; do
+  t "secret store ~/$s is unreadable"
+  out=$(cr -- cat "$HOME/$s" 2>&1)
+  expect_not_contains "$out" SECRET
+done
+t "~/.gitconfig stays readable"
+expect_contains "$(cr -- cat "$HOME/.gitconfig")" "[user]"
+
+t "a store created while the command runs stays unreadable"
+rm -rf "$HOME/.aws"
+( sleep 0.3; mkdir -p "$HOME/.aws"; echo SECRET-late > "$HOME/.aws/credentials" ) &
+out=$(cr -- sh -c "sleep 0.8; cat $HOME/.aws/credentials" 2>&1); wait
+expect_not_contains "$out" SECRET
+
+t "an atomic rename over a masked file does not unmask it"
+( sleep 0.3; echo SECRET-renamed > "$HOME/.netrc.new"; mv "$HOME/.netrc.new" "$HOME/.netrc" ) &
+out=$(cr -- sh -c "sleep 0.8; cat $HOME/.netrc" 2>&1); wait
+expect_not_contains "$out" SECRET
+
+t "--allow-read re-includes a store on purpose"
+expect_eq SECRET-late "$(cr --allow-read "$HOME/.aws" -- cat "$HOME/.aws/credentials")"
+
+t "secret environment variables are removed, ordinary ones kept"
+out=$(OPENAI_API_KEY=k1 Anthropic_Api_Key=k2 GITHUB_TOKEN=k3 AWS_SECRET_ACCESS_KEY=k4 \
+  ORDINARY_SETTING=kept cr -- env)
+expect_not_contains "$out" =k1; expect_not_contains "$out" =k2
+expect_not_contains "$out" =k3; expect_not_contains "$out" =k4
+expect_contains "$out" ORDINARY_SETTING=kept
+expect_contains "$out" "HOME=$HOME"
+expect_contains "$out" "PATH="
+printf '{"sensitiveEnv": ["MY_PRIVATE_THING"]}' > "$fakehome/p.json"
+out=$(MY_PRIVATE_THING=k5 cr --policy "$fakehome/p.json" -- env)
+expect_not_contains "$out" =k5
+
+t "tool caches point into the runtime directory"
+rt="$XDG_CACHE_HOME/corral/runtime/v1"
+out=$(cr -- env)
+for v in npm_config_cache YARN_CACHE_FOLDER PIP_CACHE_DIR GOCACHE GOMODCACHE CARGO_HOME TMPDIR XDG_CACHE_HOME COREPACK_HOME; do
+  expect_contains "$out" "$v=$rt/"
+done
+out=$(cr -- sh -c 'mkdir -p "$PIP_CACHE_DIR" && echo x > "$PIP_CACHE_DIR/f" && echo ok')
+expect_eq ok "$out"
+ls -d "$rt"/*/ >/dev/null 2>&1 && pass || fail "no runtime directory"
+perm=$(stat -c %a "$(ls -d "$rt"/*/ | head -1)cache")
+expect_eq 700 "$perm" "runtime cache mode"
+
+t "a leased runtime directory survives cleanup, an old unleased one does not"
+mkdir -p "$rt/00000000000000aa/cache" "$rt/00000000000000bb/cache"
+touch "$rt/00000000000000aa.lease" "$rt/00000000000000bb.lease"
+touch -d '40 days ago' "$rt/00000000000000aa" "$rt/00000000000000bb"
+flock -s "$rt/00000000000000bb.lease" sleep 3 & holder=$!
+sleep 0.2
+cr -- true
+[ -d "$rt/00000000000000aa" ] && fail "old unleased directory kept" || pass
+[ -d "$rt/00000000000000bb" ] && pass || fail "leased directory removed"
+kill $holder 2>/dev/null; wait $holder 2>/dev/null
+
+t "nested corral works and cannot write where the outer forbids"
+out=$(cr -- "$CORRAL" run --json -- sh -c "echo inner > $ws/inner-ok; cat $ws/inner-ok")
+expect_eq inner "$(printf '%s' "$out" | json_get stdout)"
+expect_eq landlock "$(printf '%s' "$out" | json_get outcome.enforcement.backend)"
+cr --read-only -- "$CORRAL" run -- sh -c "echo x > $ws/widened" 2>/dev/null
+expect_absent "$ws/widened"
+cr --deny-read "$ws/f" -- "$CORRAL" run --allow-read "$ws/f" -- cat "$ws/f" 2>/dev/null
+[ $? -ne 0 ] && pass || fail "inner re-included what the outer hid"
+
+# A workspace without .git: the landlock-only adapter cannot make .git/hooks
+# read-only, so in a repository it refuses (tested below).
+llws=$(mktemp -d "$HOME/ll-ws-XXXXXX"); cd "$llws"
+t "landlock-only adapter: writes enforced"
+json=$(cr --json --backend landlock -- sh -c "echo ok > $llws/ll; echo x > $fakehome/outside")
+expect_eq landlock "$(printf '%s' "$json" | json_get outcome.enforcement.backend)"
+expect_eq native "$(printf '%s' "$json" | json_get outcome.enforcement.level)"
+expect_eq ok "$(cat "$llws/ll")"
+expect_absent "$fakehome/outside"
+t "landlock-only adapter: network denied, Unix sockets and loopback refused"
+out=$(cr --backend landlock -- python3 -c '
+import socket
+try:
+    socket.socket(socket.AF_INET, socket.SOCK_STREAM); print("created")
+except OSError as e: print("refused", e.errno)')
+expect_contains "$out" "refused 1"
+t "landlock-only adapter: secrets stay unreadable (Landlock read rules)"
+out=$(cr --backend landlock -- cat "$HOME/.netrc" 2>&1)
+expect_not_contains "$out" SECRET
+t "landlock-only adapter: host processes cannot be signalled"
+sleep 30 & hp=$!
+cr --backend landlock -- kill "$hp" 2>/dev/null
+kill -0 $hp 2>/dev/null && pass || fail "host process killed"
+kill $hp
+t "landlock-only adapter refuses what it cannot express, with the part named"
+cd "$ws"
+err=$(cr --backend landlock -- true 2>&1); expect_eq 125 $?
+expect_contains "$err" ".git/hooks"
+cd "$llws"; echo a > f
+err=$(cr --backend landlock --deny-write "$llws/f" -- true 2>&1); expect_eq 125 $?
+expect_contains "$err" "read-only paths inside a write root"
+json=$(cr --json --backend landlock --allow-degraded --deny-write "$llws/f" -- true)
+expect_eq degraded "$(printf '%s' "$json" | json_get outcome.enforcement.level)"
+expect_contains "$(printf '%s' "$json" | json_get outcome.enforcement.downgradeReason)" "read-only paths"
+
+t "corral doctor --json is valid JSON and says what enforces"
+json=$("$CORRAL" doctor --json); rc=$?
+expect_eq 0 $rc
+expect_eq true "$(printf '%s' "$json" | json_get defaultPolicy.enforced)"
+expect_contains "$(printf '%s' "$json" | json_get kernel)" landlockAbi
+
+finish
