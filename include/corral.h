@@ -240,6 +240,7 @@ typedef struct corral_outcome {
   bool changes_present;  /* false: no change report was asked for or made */
   bool launched;         /* did the requested program itself start? */
   char *message;         /* owned, may be NULL: why, in words (not in the Go contract) */
+  char *changes_skipped; /* owned, may be NULL: why there is no change report */
 } corral_outcome;
 
 CORRAL_EXTERN void corral_outcome_init(corral_outcome *out);
@@ -341,6 +342,29 @@ CORRAL_EXTERN void corral_cancel_trigger(corral_cancel *cancel);
 CORRAL_EXTERN bool corral_cancel_triggered(const corral_cancel *cancel);
 CORRAL_EXTERN void corral_cancel_free(corral_cancel *cancel);
 
+/* ------------------------------------------------- change observer */
+
+/* A fingerprint of a workspace root: every file, directory and symlink
+ * (lstat data; content for files changed within the last seconds), with
+ * `.git` and protected names skipped at any depth and generated trees
+ * (node_modules, .pnpm-store, .yarn, dist, coverage, .cache) counted, not
+ * entered.  Bounded at CORRAL_OBSERVE_MAX_FILES entries: beyond that the
+ * snapshot is marked incomplete and a diff reports nothing rather than
+ * something wrong. */
+#define CORRAL_OBSERVE_MAX_FILES 20000
+typedef struct corral_snapshot corral_snapshot;
+
+/* `protected_names` (not owned, may be NULL: ".agents", ".corral") are
+ * skipped like `.git`.  Returns 0 or a negative code (root unreadable). */
+CORRAL_EXTERN int corral_snapshot_take(const char *root, const char *const *protected_names,
+                                       size_t nnames, corral_snapshot **out, corral_error *err);
+/* Fills out->changes (sorted by path) with what changed from `before` to
+ * `after`, or sets out->changes_skipped when either was incomplete. */
+CORRAL_EXTERN int corral_snapshot_diff(const corral_snapshot *before,
+                                       const corral_snapshot *after, corral_outcome *out,
+                                       corral_error *err);
+CORRAL_EXTERN void corral_snapshot_free(corral_snapshot *snap);
+
 /* ------------------------------------------------- captured execution */
 
 #define CORRAL_CAPTURE_LIMIT (1024 * 1024) /* bytes kept of each stream */
@@ -353,8 +377,12 @@ typedef struct corral_run_options {
   int stdin_fd;                  /* >= 0: used as the command's stdin instead (not closed) */
   int64_t timeout_ms;            /* <= 0: no deadline */
   corral_cancel *cancel;         /* not owned, may be NULL */
-  unsigned flags;                /* none defined yet; must be 0 */
+  unsigned flags;                /* CORRAL_RUN_* bits; others are rejected */
 } corral_run_options;
+
+/* Report the files the command created, modified or deleted in the first
+ * workspace root (outcome.changes). */
+#define CORRAL_RUN_CHANGES 0x1u
 
 CORRAL_EXTERN void corral_run_options_init(corral_run_options *opts);
 

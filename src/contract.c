@@ -192,6 +192,7 @@ void corral_outcome_free(corral_outcome *out) {
     free(out->changes[i].path);
   free(out->changes);
   free(out->message);
+  free(out->changes_skipped);
   corral_outcome_init(out);
 }
 

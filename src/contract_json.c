@@ -308,6 +308,8 @@ static int decode_outcome(json_t *root, corral_outcome *out, corral_error *err) 
       (r = json_get_int(root, "processId", "processId", &out->process_id, NULL, err)) < 0 ||
       (r = json_get_bool(root, "launched", "launched", &out->launched, err)) < 0 ||
       (r = json_get_string(root, "message", "message", &out->message, err)) < 0 ||
+      (r = json_get_string(root, "changesSkipped", "changesSkipped", &out->changes_skipped,
+                           err)) < 0 ||
       (r = get_object(root, "exit", "exit", &exit, err)) < 0 ||
       (r = get_object(root, "denial", "denial", &denial, err)) < 0 ||
       (r = get_object(root, "enforcement", "enforcement", &enf, err)) < 0)
@@ -443,6 +445,7 @@ json_t *outcome_to_json_value(const corral_outcome *out) {
     }
     json_object_set_new(o, "changes", a);
   }
+  set_string(o, "changesSkipped", out->changes_skipped);
   json_object_set_new(o, "launched", json_boolean(out->launched));
   set_string(o, "message", out->message);
   return o;

@@ -332,8 +332,9 @@ int corral_run(const corral_run_options *o, corral_result *res, corral_error *er
   corral_result_init(res);
   if (!o || !o->request)
     return error_set(err, -EINVAL, EINVAL, "corral_run: no request");
-  if (o->flags)
-    return error_set(err, -EINVAL, EINVAL, "corral_run: unknown flag bits %#x", o->flags);
+  if (o->flags & ~CORRAL_RUN_CHANGES)
+    return error_set(err, -EINVAL, EINVAL, "corral_run: unknown flag bits %#x",
+                     o->flags & ~CORRAL_RUN_CHANGES);
   int r = corral_request_validate(o->request, err);
   if (r < 0)
     return error_prefix(err, "invalid request");
@@ -365,10 +366,26 @@ int corral_run(const corral_run_options *o, corral_result *res, corral_error *er
   sigaddset(&pipe_set, SIGPIPE);
   pthread_sigmask(SIG_BLOCK, &pipe_set, &old_set);
 
+  /* The workspace is fingerprinted before launch, not after: a file
+   * created while the sandbox starts must count. */
+  corral_snapshot *before = NULL;
+  corral_error oerr = {0};
+  if ((o->flags & CORRAL_RUN_CHANGES) &&
+      corral_snapshot_take(req->workspace_roots[0], NULL, 0, &before, &oerr) < 0)
+    res->outcome.changes_skipped = strdup(oerr.message);
+
   struct loop l = {.out.fd = -1, .errc.fd = -1, .stdin_w = -1};
   l.report = malloc(REPORT_MAX);
   corral_error lerr = {0};
   r = l.report ? supervise(o, &plan, &l, &f, &lerr) : -ENOMEM;
+  if (before) {
+    corral_snapshot *after = NULL;
+    if (corral_snapshot_take(req->workspace_roots[0], NULL, 0, &after, &oerr) < 0 ||
+        corral_snapshot_diff(before, after, &res->outcome, &oerr) < 0)
+      res->outcome.changes_skipped = strdup(oerr.message);
+    corral_snapshot_free(after);
+    corral_snapshot_free(before);
+  }
 
   if (!sigismember(&old_set, SIGPIPE)) {
     struct timespec zero = {0, 0};

@@ -15,12 +15,14 @@
 #include "options.h"
 #include "policy_flags.h"
 
-enum { OPT_JSON = 1, OPT_TIMEOUT };
+enum { OPT_JSON = 1, OPT_TIMEOUT, OPT_CHANGES };
 
 static const struct cli_option run_options[] = {
     {"json", NULL, OPT_JSON, "print the whole result (stdout, stderr, outcome) as one JSON object"},
     {"timeout", "SECONDS", OPT_TIMEOUT,
      "end the whole process tree after SECONDS (default: no limit); exit 124"},
+    {"changes", NULL, OPT_CHANGES,
+     "report the files the command created, modified or deleted in the workspace"},
     POLICY_FLAG_OPTIONS,
 };
 
@@ -32,6 +34,7 @@ static const char run_usage[] =
 
 struct run_args {
   bool json;
+  bool changes;
   long long timeout_ms;
   struct policy_flags pf;
 };
@@ -44,6 +47,9 @@ static int on_run_option(void *ctx, int id, const char *value) {
     return 0;
   case OPT_TIMEOUT:
     return cli_parse_seconds("--timeout", value, &a->timeout_ms);
+  case OPT_CHANGES:
+    a->changes = true;
+    return 0;
   }
   return policy_flag(&a->pf, id, value) == 0 ? 0 : -1;
 }
@@ -70,6 +76,25 @@ static int write_all(int fd, const char *data, size_t len) {
     len -= (size_t)n;
   }
   return 0;
+}
+
+/* A short summary for people; --json carries the full list. */
+static void print_changes(const corral_outcome *o) {
+  if (!o->changes_present) {
+    if (o->changes_skipped)
+      fprintf(stderr, "corral: no change report: %s\n", o->changes_skipped);
+    return;
+  }
+  size_t counts[4] = {0};
+  for (size_t i = 0; i < o->nchanges; i++)
+    counts[o->changes[i].kind]++;
+  fprintf(stderr, "corral: %zu created, %zu modified, %zu deleted\n",
+          counts[CORRAL_CHANGE_CREATED], counts[CORRAL_CHANGE_MODIFIED],
+          counts[CORRAL_CHANGE_DELETED]);
+  for (size_t i = 0; i < o->nchanges && i < 20; i++)
+    fprintf(stderr, "  %c %s\n", "?CMD"[o->changes[i].kind], o->changes[i].path);
+  if (o->nchanges > 20)
+    fprintf(stderr, "  ... and %zu more (use --json for all)\n", o->nchanges - 20);
 }
 
 static int build_request(corral_request *req, int argc, char **argv, char **roots,
@@ -149,6 +174,8 @@ int cmd_run(int argc, char **argv) {
   opts.adapter = adapter;
   opts.timeout_ms = args.timeout_ms;
   opts.cancel = cancel_token;
+  if (args.changes)
+    opts.flags |= CORRAL_RUN_CHANGES;
   /* Piped input goes to the command; a terminal does not (captured mode is
    * not interactive: `corral exec` is). */
   if (!isatty(STDIN_FILENO) && fcntl_ok(STDIN_FILENO))
@@ -178,6 +205,8 @@ int cmd_run(int argc, char **argv) {
         fprintf(stderr, "corral: stderr truncated: only the first %d bytes were kept\n",
                 CORRAL_CAPTURE_LIMIT);
       const corral_outcome *o = &res.outcome;
+      if (args.changes)
+        print_changes(o);
       if (o->kind != CORRAL_KIND_SUCCESS && o->kind != CORRAL_KIND_APPLICATION_FAILURE &&
           o->message)
         fprintf(stderr, "corral: %s\n", o->message);

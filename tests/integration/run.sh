@@ -62,6 +62,16 @@ expect_contains "$err" "--help"
 "$CORRAL" frobnicate 2>/dev/null; expect_eq 2 $?
 "$CORRAL" 2>/dev/null; expect_eq 2 $?
 
+t "--changes: what the command created, modified, deleted (from before launch)"
+mkdir -p "$work/chg/d" && cd "$work/chg" && echo a > keep && echo b > gone
+json=$("$CORRAL" run --json --changes -- sh -c 'echo x > d/new; echo y > keep; rm gone')
+expect_eq '[{"path": "d/new", "kind": "created", "aggregated": false, "count": 0}, {"path": "gone", "kind": "deleted", "aggregated": false, "count": 0}, {"path": "keep", "kind": "modified", "aggregated": false, "count": 0}]' \
+  "$(printf '%s' "$json" | json_get outcome.changes)"
+err=$("$CORRAL" run --changes -- touch made-at-once 2>&1 >/dev/null)
+expect_contains "$err" "1 created"
+expect_contains "$err" "C made-at-once"
+cd "$work"
+
 t "SIGTERM to corral run cancels and leaves nothing"
 "$CORRAL" run --unsandboxed -- sh -c "echo \$\$ > $work/pid; exec sleep 30" & cpid=$!
 for _ in $(seq 100); do [ -s "$work/pid" ] && break; sleep 0.02; done
