@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <sys/wait.h>
 
+#include "adapter.h"
 #include "internal.h"
 #include "runner.h"
 
@@ -149,4 +150,24 @@ int classify_outcome(const struct run_facts *f, launch_report *rep, const char *
     return set_message(out, "`%s`: cannot execute: %s", name, strerror(rep->exec_errno));
   }
   return 0;
+}
+
+void conclude_outcome(corral_adapter *ad, launch_plan *plan, struct report_buf *rb,
+                      const struct run_facts *f, const char *name, corral_outcome *out,
+                      char *note, size_t notelen) {
+  launch_report rep = {0};
+  launch_report_parse(&rep, rb->data, rb->len);
+  if (rb->overflow) {
+    rep.readable = false;
+    snprintf(rep.problem, sizeof rep.problem, "the report is longer than %zu bytes",
+             (size_t)REPORT_MAX);
+  }
+  corral_error ferr = {0};
+  if (ad->ops->finish && ad->ops->finish(ad, plan, &rep, &ferr) < 0) {
+    rep.readable = false;
+    snprintf(rep.problem, sizeof rep.problem, "%s", ferr.message);
+  }
+  classify_outcome(f, &rep, name, out);
+  snprintf(note, notelen, "%s", rep.stderr_note);
+  launch_report_free(&rep);
 }

@@ -133,6 +133,39 @@ void launch_report_parse(launch_report *r, const void *buf, size_t len) {
   }
 }
 
+int report_buf_init(struct report_buf *rb) {
+  memset(rb, 0, sizeof *rb);
+  rb->data = malloc(REPORT_MAX);
+  return rb->data ? 0 : -ENOMEM;
+}
+
+void report_buf_free(struct report_buf *rb) {
+  free(rb->data);
+  rb->data = NULL;
+}
+
+void report_buf_read(struct report_buf *rb, int fd) {
+  for (;;) {
+    char buf[4096];
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n == 0) {
+      rb->eof = true;
+      return;
+    }
+    if (n < 0) {
+      if (errno != EINTR)
+        return;
+      continue;
+    }
+    if (rb->len + (size_t)n > REPORT_MAX) {
+      rb->overflow = true;
+      continue;
+    }
+    memcpy(rb->data + rb->len, buf, (size_t)n);
+    rb->len += (size_t)n;
+  }
+}
+
 /* ------------------------------------------------------------ plans */
 
 void launch_plan_free(launch_plan *plan) {

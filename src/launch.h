@@ -57,6 +57,19 @@ typedef struct launch_report {
 } launch_report;
 
 void launch_report_free(launch_report *r);
+
+/* The report's bytes as they arrive, bounded (a longer report is itself a
+ * reason to distrust it). */
+#define REPORT_MAX (256 * sizeof(struct report_record))
+struct report_buf {
+  char *data; /* REPORT_MAX bytes */
+  size_t len;
+  bool eof, overflow;
+};
+int report_buf_init(struct report_buf *rb); /* 0 or -ENOMEM */
+void report_buf_free(struct report_buf *rb);
+/* Reads what the non-blocking report pipe holds. */
+void report_buf_read(struct report_buf *rb, int fd);
 /* Parses the records in buf[0..len); sets readable=false on garbage. */
 void launch_report_parse(launch_report *r, const void *buf, size_t len);
 

@@ -25,7 +25,6 @@
 #include "runner.h"
 
 #define READ_CHUNK (64 * 1024)
-#define REPORT_MAX (256 * sizeof(struct report_record))
 /* How long output may stay open after init is gone (nothing should hold it). */
 #define DRAIN_AFTER_EXIT_MS 2000
 /* How long init gets to end the tree before the supervisor SIGKILLs it. */
@@ -134,32 +133,8 @@ struct loop {
   int stdin_w;
   const char *stdin_data;
   size_t stdin_left;
-  char *report;
-  size_t report_len;
-  bool report_eof, report_overflow;
+  struct report_buf report;
 };
-
-static void read_report(struct loop *l, int fd) {
-  for (;;) {
-    char buf[4096];
-    ssize_t n = read(fd, buf, sizeof buf);
-    if (n == 0) {
-      l->report_eof = true;
-      return;
-    }
-    if (n < 0) {
-      if (errno != EINTR)
-        return;
-      continue;
-    }
-    if (l->report_len + (size_t)n > REPORT_MAX) {
-      l->report_overflow = true;
-      continue;
-    }
-    memcpy(l->report + l->report_len, buf, (size_t)n);
-    l->report_len += (size_t)n;
-  }
-}
 
 static void write_stdin(struct loop *l) {
   while (l->stdin_left > 0) {
@@ -239,7 +214,7 @@ static int supervise(const corral_run_options *o, launch_plan *plan, struct loop
       p[i_err = n++] = (struct pollfd){.fd = l->errc.fd, .events = POLLIN};
     if (l->stdin_w >= 0)
       p[i_in = n++] = (struct pollfd){.fd = l->stdin_w, .events = POLLOUT};
-    if (!l->report_eof)
+    if (!l->report.eof)
       p[i_rep = n++] = (struct pollfd){.fd = child.report_fd, .events = POLLIN};
     if (!f->init_reaped)
       p[i_pid = n++] = (struct pollfd){.fd = child.pidfd, .events = POLLIN};
@@ -271,7 +246,7 @@ static int supervise(const corral_run_options *o, launch_plan *plan, struct loop
     if (i_in >= 0 && p[i_in].revents)
       write_stdin(l);
     if (i_rep >= 0 && p[i_rep].revents)
-      read_report(l, child.report_fd);
+      report_buf_read(&l->report, child.report_fd);
     if (i_mon >= 0 && p[i_mon].revents && plan->monitor(plan)) {
       /* A violation: no grace, the tree is killed now; the adapter's
        * finish says what it was. */
@@ -302,14 +277,14 @@ static int supervise(const corral_run_options *o, launch_plan *plan, struct loop
         f->init_reaped = true;
         f->init_status = status;
         drain_until = now + DRAIN_AFTER_EXIT_MS;
-        read_report(l, child.report_fd);
+        report_buf_read(&l->report, child.report_fd);
       }
     }
     if (drain_until >= 0 && now >= drain_until)
       break; /* something outside the tree holds the pipes; stop waiting */
   }
-  if (!l->report_eof)
-    read_report(l, child.report_fd);
+  if (!l->report.eof)
+    report_buf_read(&l->report, child.report_fd);
   close(child.pidfd);
   close(child.report_fd);
 out:
@@ -375,9 +350,8 @@ int corral_run(const corral_run_options *o, corral_result *res, corral_error *er
     res->outcome.changes_skipped = strdup(oerr.message);
 
   struct loop l = {.out.fd = -1, .errc.fd = -1, .stdin_w = -1};
-  l.report = malloc(REPORT_MAX);
   corral_error lerr = {0};
-  r = l.report ? supervise(o, &plan, &l, &f, &lerr) : -ENOMEM;
+  r = report_buf_init(&l.report) == 0 ? supervise(o, &plan, &l, &f, &lerr) : -ENOMEM;
   if (before) {
     corral_snapshot *after = NULL;
     if (corral_snapshot_take(req->workspace_roots[0], NULL, 0, &after, &oerr) < 0 ||
@@ -399,24 +373,10 @@ int corral_run(const corral_run_options *o, corral_result *res, corral_error *er
              lerr.message[0] ? lerr.message : strerror(-r));
     never_ran(res, &f, why, req);
   } else {
-    launch_report rep = {0};
-    launch_report_parse(&rep, l.report, l.report_len);
-    if (l.report_overflow) {
-      rep.readable = false;
-      snprintf(rep.problem, sizeof rep.problem, "the report is longer than %zu bytes",
-               (size_t)REPORT_MAX);
-    }
-    corral_error ferr = {0};
-    if (ad->ops->finish && ad->ops->finish(ad, &plan, &rep, &ferr) < 0) {
-      rep.readable = false;
-      snprintf(rep.problem, sizeof rep.problem, "%s", ferr.message);
-    }
-    if (plan.monitor && plan.monitor_fd >= 0)
-      plan.monitor(&plan); /* events that arrived after the last poll */
-    classify_outcome(&f, &rep, req->name, &res->outcome);
-    if (rep.stderr_note[0])
-      capture_append(&l.errc, rep.stderr_note);
-    launch_report_free(&rep);
+    char note[600];
+    conclude_outcome(ad, &plan, &l.report, &f, req->name, &res->outcome, note, sizeof note);
+    if (note[0])
+      capture_append(&l.errc, note);
   }
   capture_take(&l.out, &res->stdout_data, &res->stdout_len, &res->stdout_truncated);
   capture_take(&l.errc, &res->stderr_data, &res->stderr_len, &res->stderr_truncated);
@@ -426,7 +386,7 @@ int corral_run(const corral_run_options *o, corral_result *res, corral_error *er
     close(l.errc.fd);
   if (l.stdin_w >= 0)
     close(l.stdin_w);
-  free(l.report);
+  report_buf_free(&l.report);
 
 cleanup:
   if (ad->ops->cleanup)

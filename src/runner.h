@@ -29,4 +29,12 @@ struct run_facts {
 int classify_outcome(const struct run_facts *facts, launch_report *report,
                      const char *command_name, corral_outcome *out);
 
+/* After the process tree is gone: parses the report, lets the adapter
+ * amend it (its finish), and classifies.  `note` receives the line the
+ * adapter wants after the command's output ("" when none). */
+struct corral_adapter;
+void conclude_outcome(struct corral_adapter *ad, launch_plan *plan, struct report_buf *rb,
+                      const struct run_facts *facts, const char *command_name,
+                      corral_outcome *out, char *note, size_t notelen);
+
 #endif
