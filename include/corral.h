@@ -342,6 +342,97 @@ CORRAL_EXTERN void corral_cancel_trigger(corral_cancel *cancel);
 CORRAL_EXTERN bool corral_cancel_triggered(const corral_cancel *cancel);
 CORRAL_EXTERN void corral_cancel_free(corral_cancel *cancel);
 
+
+/* ------------------------------------------------- interactive sessions */
+
+/* A process manager for long-running commands (dev servers, REPLs, test
+ * watchers): start with a yield, then continue (write input, poll,
+ * interrupt), list, stop.  Event driven (epoll, pidfd): an idle session
+ * costs no CPU.  Single-threaded: call it from one thread.
+ *
+ * Bounds: CORRAL_SESSIONS_MAX sessions (least recently used finished one
+ * dropped first; a running one only when more than 8 run, and it is told
+ * why); undrained output CORRAL_SESSION_OUTPUT_MAX per session, oldest
+ * dropped first; finished sessions retained 30 s for a last poll.  A first
+ * yield is clamped to 30 s, an empty poll to 5 min, a write to 30 s. */
+#define CORRAL_SESSIONS_MAX 64
+#define CORRAL_SESSION_FIRST_ID 1000
+#define CORRAL_SESSION_OUTPUT_MAX (2 * 1024 * 1024)
+#define CORRAL_SESSION_TAIL 4096
+
+typedef struct corral_sessions corral_sessions;
+
+typedef struct corral_session_options {
+  const corral_request *request; /* not owned; copied */
+  corral_adapter *adapter;       /* not owned; must outlive the session; NULL: never runs */
+  bool tty;                      /* a PTY (pipes if none can be opened) */
+  unsigned short rows, cols;     /* 0: 24 x 80 */
+  int64_t yield_ms;              /* how long to collect output before returning */
+  corral_cancel *cancel;         /* not owned, may be NULL: ends the start early */
+  unsigned flags;                /* CORRAL_RUN_CHANGES: changes reported at the end */
+} corral_session_options;
+
+typedef struct corral_session_result {
+  long session_id;     /* the live id, or 0 when the process has ended */
+  char *output;        /* owned, NUL-terminated: output not returned before */
+  size_t output_len;
+  bool dropped;        /* older output was dropped since the last result */
+  bool exited;         /* the process ended; outcome is final */
+  bool interrupted;    /* the process tree was ended by an interrupt or cancel */
+  bool tty;            /* the session has a PTY (false: pipes) */
+  corral_outcome outcome; /* running while alive; the classified outcome once ended */
+} corral_session_result;
+
+typedef struct corral_session_info {
+  long id;
+  char *command;           /* owned: the command line, for display */
+  char *working_directory; /* owned */
+  int64_t started_ms, last_used_ms; /* Unix time in ms */
+  bool tty;
+  bool running;
+  corral_exit exit;        /* when not running */
+  char *tail;              /* owned: the last CORRAL_SESSION_TAIL bytes of output */
+  size_t tail_len;
+  bool dropped;            /* output was dropped and not yet reported */
+} corral_session_info;
+
+CORRAL_EXTERN corral_sessions *corral_sessions_new(void);
+/* Stops every session (as corral_sessions_stop_all) and frees. */
+CORRAL_EXTERN void corral_sessions_free(corral_sessions *m);
+/* A descriptor that is readable when the manager has work (output to
+ * drain, a process to reap); call corral_sessions_process then.  For
+ * embedding in another event loop. */
+CORRAL_EXTERN int corral_sessions_fd(const corral_sessions *m);
+/* Does pending work, waiting at most timeout_ms (0: none, -1: forever). */
+CORRAL_EXTERN int corral_sessions_process(corral_sessions *m, int timeout_ms);
+/* How long until the manager needs to run again (retention), or -1. */
+CORRAL_EXTERN int corral_sessions_timeout(const corral_sessions *m);
+
+CORRAL_EXTERN void corral_session_options_init(corral_session_options *o);
+CORRAL_EXTERN void corral_session_result_init(corral_session_result *r);
+CORRAL_EXTERN void corral_session_result_free(corral_session_result *r);
+
+/* Starts a session and collects output for the yield.  Returns 0 with a
+ * result (a setup failure is an outcome, not an error), or a negative code
+ * for unusable arguments. */
+CORRAL_EXTERN int corral_session_start(corral_sessions *m, const corral_session_options *o,
+                                       corral_session_result *res, corral_error *err);
+/* Writes `input` (may be empty: a poll), or with `interrupt` ends the
+ * session's whole process tree, then collects output for the yield.  An
+ * unknown id is CORRAL_EINVALID with the id in the message. */
+CORRAL_EXTERN int corral_session_continue(corral_sessions *m, long id, const void *input,
+                                          size_t len, bool interrupt, int64_t yield_ms,
+                                          corral_session_result *res, corral_error *err);
+CORRAL_EXTERN int corral_sessions_list(corral_sessions *m, corral_session_info **out,
+                                       size_t *n);
+CORRAL_EXTERN void corral_session_info_free(corral_session_info *info, size_t n);
+/* Ends a session's tree (SIGTERM, grace, SIGKILL through its pidfd) and
+ * removes it.  CORRAL_EINVALID for an unknown id. */
+CORRAL_EXTERN int corral_session_stop(corral_sessions *m, long id, corral_error *err);
+/* Ends every unfinished session, waiting at most 3 s in all; *ids (caller
+ * frees) gets the ids that were stopped, sorted. */
+CORRAL_EXTERN int corral_sessions_stop_all(corral_sessions *m, long **ids, size_t *n);
+
 /* ------------------------------------------------- change observer */
 
 /* A fingerprint of a workspace root: every file, directory and symlink

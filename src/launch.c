@@ -36,6 +36,7 @@
 #include <linux/sched.h>
 #include <poll.h>
 #include <stdio.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
@@ -384,6 +385,8 @@ static int command_main(void *arg) {
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, NULL);
   setsid(); /* no controlling terminal: nothing can be injected into the caller's */
+  if (plan->tty)
+    ioctl(0, TIOCSCTTY, 0); /* the session's own PTY becomes the controlling terminal */
   syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
   if (plan->cwd && chdir(plan->cwd) < 0) {
     cs->err = errno;

@@ -96,6 +96,7 @@ typedef struct launch_plan {
   char *cwd;        /* owned */
   unsigned long clone_flags;    /* namespaces for init (CLONE_NEW*) */
   bool adapter_owns_launch;     /* only a LAUNCHED record says "launched" */
+  bool tty;                     /* stdin is a terminal: make it the controlling one */
   launch_init_setup_fn init_setup;
   launch_parent_setup_fn parent_setup;
   int monitor_fd;               /* -1, or a descriptor the supervisor polls */
