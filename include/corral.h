@@ -425,6 +425,9 @@ CORRAL_EXTERN int corral_session_continue(corral_sessions *m, long id, const voi
                                           corral_session_result *res, corral_error *err);
 CORRAL_EXTERN int corral_sessions_list(corral_sessions *m, corral_session_info **out,
                                        size_t *n);
+/* 1 while the session's process runs, 0 once it ended (a last poll is
+ * waiting), CORRAL_EINVALID for an unknown id.  Never blocks. */
+CORRAL_EXTERN int corral_session_running(const corral_sessions *m, long id);
 CORRAL_EXTERN void corral_session_info_free(corral_session_info *info, size_t n);
 /* Ends a session's tree (SIGTERM, grace, SIGKILL through its pidfd) and
  * removes it.  CORRAL_EINVALID for an unknown id. */

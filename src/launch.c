@@ -13,8 +13,9 @@
  *           execve leaves its errno in init's memory -> REPORT_LAUNCHED or
  *           REPORT_EXEC_FAILED.
  *   sync 5  init: reaps; forwards SIGINT SIGTERM SIGHUP SIGQUIT to the command;
- *           SIGUSR1 (or the supervisor's death) ends the whole tree, SIGUSR2
- *           kills it at once (a violation was seen).  When
+ *           SIGUSR1 (or the supervisor's death) ends the whole tree; a
+ *           protected name created in a watched directory kills it at once
+ *           and is reported as a denial.  When
  *           the command ends, whatever it left behind is killed, and
  *           REPORT_EXITED carries its wait status.
  *
@@ -36,6 +37,7 @@
 #include <linux/sched.h>
 #include <poll.h>
 #include <stdio.h>
+#include <sys/inotify.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
@@ -115,6 +117,9 @@ void launch_report_parse(launch_report *r, const void *buf, size_t len) {
       }
       break;
     case REPORT_DENIAL:
+      if (rec->value == CORRAL_CAP_PROTECTED_METADATA &&
+          r->nprotected < ARRAY_SIZE(r->protected_paths))
+        copy_text(r->protected_paths[r->nprotected++], REPORT_TEXT_MAX, rec->text);
       if (!r->denial.present) {
         r->denial.present = true;
         r->denial.capability.kind = (corral_capability_kind)rec->value;
@@ -138,6 +143,14 @@ int report_buf_init(struct report_buf *rb) {
   memset(rb, 0, sizeof *rb);
   rb->data = malloc(REPORT_MAX);
   return rb->data ? 0 : -ENOMEM;
+}
+
+bool report_buf_exited(const struct report_buf *rb) {
+  const struct report_record *rec = (const void *)rb->data;
+  for (size_t i = 0; i < rb->len / sizeof *rec; i++)
+    if (rec[i].magic == REPORT_MAGIC && rec[i].type == REPORT_EXITED)
+      return true;
+  return false;
 }
 
 void report_buf_free(struct report_buf *rb) {
@@ -303,7 +316,38 @@ struct init_state {
   pid_t command;
   bool command_done;
   int command_status;
+  int watch_fd; /* inotify over plan->watch_dirs, or -1 */
+  int wd[64];
+  const launch_plan *plan;
 };
+
+/* Reports every protected name created in a watched directory; true if
+ * there was one.  The events stay queued even when the name is removed
+ * again at once, so that counts too. */
+static bool check_protected(struct init_state *st, int report_fd) {
+  char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+  bool hit = false;
+  ssize_t n;
+  while (st->watch_fd >= 0 && (n = read(st->watch_fd, buf, sizeof buf)) > 0) {
+    for (char *p = buf; p < buf + n;) {
+      struct inotify_event *ev = (struct inotify_event *)p;
+      p += sizeof *ev + ev->len;
+      if (!ev->len)
+        continue;
+      bool protected = false;
+      for (size_t k = 0; k < st->plan->nwatch_names && !protected; k++)
+        protected = strcmp(ev->name, st->plan->watch_names[k]) == 0;
+      for (size_t d = 0; protected && d < st->plan->nwatch_dirs && d < ARRAY_SIZE(st->wd); d++)
+        if (st->wd[d] == ev->wd) {
+          char path[REPORT_TEXT_MAX];
+          snprintf(path, sizeof path, "%s/%s", st->plan->watch_dirs[d], ev->name);
+          report_write(report_fd, REPORT_DENIAL, CORRAL_CAP_PROTECTED_METADATA, 0, path);
+          hit = true;
+        }
+    }
+  }
+  return hit;
+}
 
 static void reap(struct init_state *st) {
   int status;
@@ -326,6 +370,7 @@ static int status_to_code(int status) {
 /* Ends every remaining process (SIGKILL, repeated until none is left: a
  * process may fork between the walk and the kill) and reports. */
 static _Noreturn void finish(struct init_state *st, int report_fd, bool killed) {
+  check_protected(st, report_fd); /* a create just before the end counts too */
   for (;;) {
     kill_tree(SIGKILL);
     reap(st);
@@ -405,7 +450,7 @@ static char command_stack[64 * 1024] __attribute__((aligned(16)));
 static _Noreturn void init_main(const launch_plan *plan, int stdio[3], int report_fd, int sync_fd,
                                 pid_t parent) {
   bool pid_ns = (plan->clone_flags & CLONE_NEWPID) != 0;
-  struct init_state st = {.command = -1};
+  struct init_state st = {.command = -1, .watch_fd = -1, .plan = plan};
 
   /* Handlers installed by the embedding program are not ours to run. */
   for (int s = 1; s < NSIG; s++)
@@ -414,8 +459,7 @@ static _Noreturn void init_main(const launch_plan *plan, int stdio[3], int repor
   sigset_t mask;
   sigemptyset(&mask);
   sigaddset(&mask, SIGINT), sigaddset(&mask, SIGTERM), sigaddset(&mask, SIGHUP);
-  sigaddset(&mask, SIGQUIT), sigaddset(&mask, SIGUSR1), sigaddset(&mask, SIGUSR2);
-  sigaddset(&mask, SIGCHLD);
+  sigaddset(&mask, SIGQUIT), sigaddset(&mask, SIGUSR1), sigaddset(&mask, SIGCHLD);
   sigaddset(&mask, SIGPIPE);
   sigprocmask(SIG_SETMASK, &mask, NULL);
 
@@ -461,6 +505,22 @@ static _Noreturn void init_main(const launch_plan *plan, int stdio[3], int repor
     report_write(report_fd, REPORT_SETUP_FAILED, errno, 0, "init: signalfd");
     _exit(125);
   }
+  /* The watch lives in init, not the supervisor: tearing down an inotify
+   * instance waits for an SRCU grace period, and init's exit is not waited
+   * for once it has reported. */
+  if (plan->nwatch_dirs) {
+    st.watch_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+    for (size_t d = 0; st.watch_fd >= 0 && d < plan->nwatch_dirs && d < ARRAY_SIZE(st.wd); d++)
+      if ((st.wd[d] = inotify_add_watch(st.watch_fd, plan->watch_dirs[d],
+                                        IN_CREATE | IN_MOVED_TO | IN_ONLYDIR)) < 0) {
+        report_write(report_fd, REPORT_SETUP_FAILED, errno, 0, "protected paths: inotify watch");
+        _exit(125);
+      }
+    if (st.watch_fd < 0) {
+      report_write(report_fd, REPORT_SETUP_FAILED, errno, 0, "protected paths: inotify_init1");
+      _exit(125);
+    }
+  }
 
   /* sync 4: the command, spawned the way posix_spawn does it: no copy of
    * init's memory, and init resumes only after execve (or _exit). */
@@ -483,9 +543,11 @@ static _Noreturn void init_main(const launch_plan *plan, int stdio[3], int repor
   /* sync 5: supervise. */
   for (;;) {
     struct signalfd_siginfo si;
-    struct pollfd pfd = {.fd = sfd, .events = POLLIN};
-    if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
+    struct pollfd pfd[2] = {{.fd = sfd, .events = POLLIN}, {.fd = st.watch_fd, .events = POLLIN}};
+    if (poll(pfd, 2, -1) < 0 && errno != EINTR)
       terminate_tree(&st, sfd, report_fd);
+    if (pfd[1].revents && check_protected(&st, report_fd))
+      finish(&st, report_fd, true); /* no grace: stopped at once */
     ssize_t r = read(sfd, &si, sizeof si);
     if (r != sizeof si) {
       if (r < 0 && (errno == EINTR || errno == EAGAIN))
@@ -500,8 +562,6 @@ static _Noreturn void init_main(const launch_plan *plan, int stdio[3], int repor
       break;
     case SIGUSR1:
       terminate_tree(&st, sfd, report_fd);
-    case SIGUSR2:
-      finish(&st, report_fd, true);
     case SIGPIPE:
       break;
     default:
@@ -574,5 +634,25 @@ static void send_signal(const launch_child *child, int sig) {
 }
 
 void launch_terminate(const launch_child *child) { send_signal(child, SIGUSR1); }
-void launch_stop_now(const launch_child *child) { send_signal(child, SIGUSR2); }
-void launch_kill(const launch_child *child) { send_signal(child, SIGKILL); }
+static pid_t deferred[64];
+static size_t ndeferred;
+
+void launch_reap_deferred(void) {
+  for (size_t i = 0; i < ndeferred;) {
+    pid_t r = waitpid(deferred[i], NULL, WNOHANG);
+    if (r == deferred[i] || (r < 0 && errno == ECHILD))
+      deferred[i] = deferred[--ndeferred];
+    else
+      i++;
+  }
+}
+
+void launch_reap_later(pid_t pid) {
+  if (waitpid(pid, NULL, WNOHANG) == pid)
+    return;
+  launch_reap_deferred();
+  if (ndeferred < ARRAY_SIZE(deferred))
+    deferred[ndeferred++] = pid;
+  else
+    waitpid(pid, NULL, 0); /* never more than a bounded number of zombies */
+}void launch_kill(const launch_child *child) { send_signal(child, SIGKILL); }

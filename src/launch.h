@@ -52,6 +52,8 @@ typedef struct launch_report {
   bool exited;
   int wait_status;
   corral_denial denial;    /* first denial; owned strings */
+  char protected_paths[8][REPORT_TEXT_MAX]; /* protected paths the command created */
+  size_t nprotected;
   char stderr_note[600];   /* appended to the command's stderr by the runner */
   char problem[256];       /* why the report is unreadable */
 } launch_report;
@@ -70,6 +72,15 @@ int report_buf_init(struct report_buf *rb); /* 0 or -ENOMEM */
 void report_buf_free(struct report_buf *rb);
 /* Reads what the non-blocking report pipe holds. */
 void report_buf_read(struct report_buf *rb, int fd);
+/* Has init said the tree is gone (REPORT_EXITED)?  Then nothing but init
+ * itself is left, and its own exit (namespace and inotify teardown, which
+ * can take milliseconds) need not be waited for. */
+bool report_buf_exited(const struct report_buf *rb);
+
+/* Reaps init later when it has reported but not finished exiting: tries
+ * now, and again at the next call (no zombie outlives the next run). */
+void launch_reap_later(pid_t pid);
+void launch_reap_deferred(void);
 /* Parses the records in buf[0..len); sets readable=false on garbage. */
 void launch_report_parse(launch_report *r, const void *buf, size_t len);
 
@@ -84,9 +95,7 @@ struct launch_plan;
 typedef int (*launch_init_setup_fn)(const struct launch_plan *plan, int report_fd);
 typedef int (*launch_parent_setup_fn)(const struct launch_plan *plan, pid_t child,
                                       corral_error *err);
-/* Called by the supervisor when monitor_fd is readable; returns true when
- * the command must be stopped at once (a violation the adapter saw). */
-typedef bool (*launch_monitor_fn)(struct launch_plan *plan);
+
 
 typedef struct launch_plan {
   char **argv;      /* owned: argv[0] is the command name as requested */
@@ -99,8 +108,14 @@ typedef struct launch_plan {
   bool tty;                     /* stdin is a terminal: make it the controlling one */
   launch_init_setup_fn init_setup;
   launch_parent_setup_fn parent_setup;
-  int monitor_fd;               /* -1, or a descriptor the supervisor polls */
-  launch_monitor_fn monitor;
+  /* Names that must not be created in these directories (protected
+   * metadata): init watches them with inotify, and a create, mkdir,
+   * symlink or rename onto one kills the tree at once and is reported as a
+   * protected_metadata denial with the path.  Borrowed from the adapter. */
+  char **watch_dirs;
+  size_t nwatch_dirs;
+  char **watch_names;
+  size_t nwatch_names;
   void *adapter_data;           /* the adapter's, freed by its cleanup */
 } launch_plan;
 
@@ -120,8 +135,6 @@ int launch_start(const launch_plan *plan, int stdin_fd, int stdout_fd, int stder
 /* Asks init to end the whole tree: SIGTERM to every process, a grace period,
  * then SIGKILL.  Safe after init has exited (the pidfd says ESRCH). */
 void launch_terminate(const launch_child *child);
-/* Asks init to SIGKILL the whole tree now, without a grace period. */
-void launch_stop_now(const launch_child *child);
 /* Last resort when init does not answer: SIGKILL init itself. */
 void launch_kill(const launch_child *child);
 

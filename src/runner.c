@@ -204,10 +204,12 @@ static int supervise(const corral_run_options *o, launch_plan *plan, struct loop
   bool out_open = true, err_open = true, ending = false;
   int cfd = cancel_fd(o->cancel);
   for (;;) {
-    if (f->init_reaped && !out_open && !err_open)
+    /* Done when the output is closed and init either exited or reported
+     * that the tree is gone (its own exit is then not waited for). */
+    if (!out_open && !err_open && (f->init_reaped || report_buf_exited(&l->report)))
       break;
-    struct pollfd p[7];
-    int n = 0, i_out = -1, i_err = -1, i_in = -1, i_rep = -1, i_pid = -1, i_can = -1, i_mon = -1;
+    struct pollfd p[6];
+    int n = 0, i_out = -1, i_err = -1, i_in = -1, i_rep = -1, i_pid = -1, i_can = -1;
     if (out_open)
       p[i_out = n++] = (struct pollfd){.fd = l->out.fd, .events = POLLIN};
     if (err_open)
@@ -220,8 +222,6 @@ static int supervise(const corral_run_options *o, launch_plan *plan, struct loop
       p[i_pid = n++] = (struct pollfd){.fd = child.pidfd, .events = POLLIN};
     if (cfd >= 0 && !ending)
       p[i_can = n++] = (struct pollfd){.fd = cfd, .events = POLLIN};
-    if (plan->monitor_fd >= 0 && !f->init_reaped && !f->violation)
-      p[i_mon = n++] = (struct pollfd){.fd = plan->monitor_fd, .events = POLLIN};
 
     int64_t now = now_ms(), wake = -1;
     if (!ending && deadline >= 0)
@@ -247,14 +247,6 @@ static int supervise(const corral_run_options *o, launch_plan *plan, struct loop
       write_stdin(l);
     if (i_rep >= 0 && p[i_rep].revents)
       report_buf_read(&l->report, child.report_fd);
-    if (i_mon >= 0 && p[i_mon].revents && plan->monitor(plan)) {
-      /* A violation: no grace, the tree is killed now; the adapter's
-       * finish says what it was. */
-      f->violation = true;
-      ending = true;
-      launch_stop_now(&child);
-      escalate_at = now + ESCALATE_MS;
-    }
     if (i_can >= 0 && p[i_can].revents && !ending) {
       f->cancelled = true;
       ending = true;
@@ -285,6 +277,8 @@ static int supervise(const corral_run_options *o, launch_plan *plan, struct loop
   }
   if (!l->report.eof)
     report_buf_read(&l->report, child.report_fd);
+  if (!f->init_reaped)
+    launch_reap_later(child.pid);
   close(child.pidfd);
   close(child.report_fd);
 out:
@@ -326,7 +320,8 @@ int corral_run(const corral_run_options *o, corral_result *res, corral_error *er
   }
 
   corral_adapter *ad = o->adapter;
-  launch_plan plan = {.monitor_fd = -1};
+  launch_plan plan = {0};
+  launch_reap_deferred();
   corral_error perr = {0};
   r = ad->ops->prepare(ad, req, &plan, &res->outcome.enforcement, &perr);
   if (r < 0) {

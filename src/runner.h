@@ -14,7 +14,6 @@ struct run_facts {
   const char *why;        /* with never_ran: the message */
   bool timed_out;
   bool cancelled;
-  bool violation;         /* the adapter's monitor stopped the command */
   bool init_reaped;       /* the supervisor reaped init */
   int init_status;        /* its wait status */
   bool init_killed;       /* the supervisor had to SIGKILL init */

@@ -50,7 +50,7 @@
 #define RUNNING_BEFORE_EVICT 8
 #define EVICTED_MESSAGE "[corral] session evicted: too many sessions"
 
-enum { EV_OUT = 1, EV_PID, EV_REPORT, EV_MONITOR, EV_IN, EV_CANCEL };
+enum { EV_OUT = 1, EV_PID, EV_REPORT, EV_IN, EV_CANCEL };
 
 /* A byte ring that keeps the newest CORRAL_SESSION_OUTPUT_MAX bytes. */
 struct ring {
@@ -210,7 +210,7 @@ static void unwatch(corral_sessions *m, int fd) {
     epoll_ctl(m->epfd, EPOLL_CTL_DEL, fd, NULL);
 }
 
-static struct session *find(corral_sessions *m, long id) {
+static struct session *find(const corral_sessions *m, long id) {
   for (size_t i = 0; i < m->n; i++)
     if (m->s[i]->id == id)
       return m->s[i];
@@ -254,9 +254,10 @@ static void conclude(corral_sessions *m, struct session *s) {
   unwatch(m, s->out_fd);
   unwatch(m, s->child.pidfd);
   unwatch(m, s->child.report_fd);
-  unwatch(m, s->plan.monitor_fd);
   close_input(m, s);
   close(s->out_fd);
+  if (!s->reaped)
+    launch_reap_later(s->child.pid); /* it reported; its own exit may still run */
   close(s->child.pidfd);
   close(s->child.report_fd);
   s->out_fd = s->child.pidfd = s->child.report_fd = -1;
@@ -287,7 +288,11 @@ static void advance(corral_sessions *m, struct session *s) {
     s->facts.init_killed = true;
     launch_kill(&s->child);
   }
-  if (s->reaped) {
+  /* Init reaped, or init reported that the tree is gone: then drain
+   * and conclude without waiting for init's own exit. */
+  if (!s->reaped && !s->drain_until && report_buf_exited(&s->report))
+    s->drain_until = now + 2000;
+  if (s->reaped || s->drain_until) {
     read_output(s);
     if (s->out_eof || now >= s->drain_until)
       conclude(m, s);
@@ -313,15 +318,12 @@ static void remove_session(corral_sessions *m, struct session *s) {
   free_session(s);
 }
 
-static void begin_ending(struct session *s, bool now_or_grace) {
+static void begin_ending(struct session *s) {
   if (s->ending || s->reaped)
     return;
   s->ending = true;
   s->escalate_at = mono_ms() + ESCALATE_MS;
-  if (now_or_grace)
-    launch_stop_now(&s->child);
-  else
-    launch_terminate(&s->child);
+  launch_terminate(&s->child);
 }
 
 static void expire(corral_sessions *m) {
@@ -365,13 +367,6 @@ static int process(corral_sessions *m, int timeout_ms, int cancel_fd, bool *canc
       report_buf_read(&s->report, s->child.report_fd);
       if (s->report.eof)
         unwatch(m, s->child.report_fd);
-      break;
-    case EV_MONITOR:
-      if (s->plan.monitor(&s->plan)) {
-        s->facts.violation = true;
-        unwatch(m, s->plan.monitor_fd);
-        begin_ending(s, true);
-      }
       break;
     case EV_IN:
       while (s->pending && s->pending_off < s->pending_len) {
@@ -417,7 +412,7 @@ static void pump(corral_sessions *m, struct session *s, int64_t deadline, corral
     int64_t wake = deadline;
     if (s->ending && !s->reaped && s->escalate_at < wake)
       wake = s->escalate_at;
-    if (s->reaped && s->drain_until < wake)
+    if ((s->reaped || s->drain_until) && s->drain_until < wake)
       wake = s->drain_until;
     process(m, (int)clamp(wake - now, 0, 1 << 30), cfd, cancelled);
   }
@@ -530,7 +525,7 @@ int corral_sessions_timeout(const corral_sessions *m) {
     int64_t t = -1;
     if (s->finished)
       t = s->finished_at + m->retain_ms;
-    else if (s->reaped)
+    else if (s->reaped || s->drain_until)
       t = s->drain_until;
     else if (s->ending)
       t = s->escalate_at;
@@ -541,6 +536,7 @@ int corral_sessions_timeout(const corral_sessions *m) {
 }
 
 int corral_sessions_process(corral_sessions *m, int timeout_ms) {
+  launch_reap_deferred();
   int r = process(m, timeout_ms, -1, NULL);
   expire(m);
   return r;
@@ -570,7 +566,7 @@ static void make_room(corral_sessions *m) {
     if (!lru || m->s[i]->last_used_mono < lru->last_used_mono)
       lru = m->s[i];
   ring_push(lru, "\n" EVICTED_MESSAGE "\n", strlen(EVICTED_MESSAGE) + 2);
-  begin_ending(lru, false);
+  begin_ending(lru);
   finish_ending(m, lru);
   m->evicted[m->nevicted++ % CORRAL_SESSIONS_MAX] = lru->id;
   remove_session(m, lru);
@@ -680,8 +676,6 @@ static void launch(corral_sessions *m, struct session *s, const corral_session_o
   watch(m, s->out_fd, s, EV_OUT, EPOLLIN);
   watch(m, s->child.pidfd, s, EV_PID, EPOLLIN);
   watch(m, s->child.report_fd, s, EV_REPORT, EPOLLIN);
-  if (s->plan.monitor_fd >= 0)
-    watch(m, s->plan.monitor_fd, s, EV_MONITOR, EPOLLIN);
   return;
 
 failed_cleanup:
@@ -720,7 +714,6 @@ int corral_session_start(corral_sessions *m, const corral_session_options *o,
       free_session(s);
     return error_set(err, -ENOMEM, ENOMEM, "out of memory");
   }
-  s->plan.monitor_fd = -1;
   s->out_fd = s->in_fd = -1;
   s->child.pidfd = s->child.report_fd = -1;
   s->adapter = o->adapter;
@@ -736,7 +729,7 @@ int corral_session_start(corral_sessions *m, const corral_session_options *o,
     /* The caller gave up: end the process, keep what it printed. */
     s->interrupted = true;
     s->facts.cancelled = true;
-    begin_ending(s, false);
+    begin_ending(s);
     finish_ending(m, s);
   }
   fill_result(m, s, res);
@@ -764,7 +757,7 @@ int corral_session_continue(corral_sessions *m, long id, const void *input, size
     if (!s->finished) {
       s->interrupted = true;
       s->facts.cancelled = true;
-      begin_ending(s, false);
+      begin_ending(s);
       finish_ending(m, s);
     }
     fill_result(m, s, res);
@@ -796,6 +789,13 @@ int corral_session_continue(corral_sessions *m, long id, const void *input, size
   }
   fill_result(m, s, res);
   return 0;
+}
+
+int corral_session_running(const corral_sessions *m, long id) {
+  const struct session *s = find(m, id);
+  if (!s)
+    return CORRAL_EINVALID;
+  return s->finished ? 0 : 1;
 }
 
 int corral_sessions_list(corral_sessions *m, corral_session_info **out, size_t *n) {
@@ -842,7 +842,7 @@ int corral_session_stop(corral_sessions *m, long id, corral_error *err) {
   if (!s->finished) {
     s->interrupted = true;
     s->facts.cancelled = true;
-    begin_ending(s, false); /* invariant 1: a reaped init is never signalled */
+    begin_ending(s); /* invariant 1: a reaped init is never signalled */
     finish_ending(m, s);
   }
   remove_session(m, s);
@@ -866,7 +866,7 @@ int corral_sessions_stop_all(corral_sessions *m, long **ids, size_t *n) {
     (*ids)[(*n)++] = s->id;
     s->interrupted = true;
     s->facts.cancelled = true;
-    begin_ending(s, false);
+    begin_ending(s);
   }
   /* Everyone got SIGTERM at once; wait for them together, 3 s in all. */
   int64_t deadline = mono_ms() + STOP_ALL_MS;

@@ -37,11 +37,6 @@ static int linux_parent_setup(const launch_plan *plan, pid_t child, corral_error
   return ns_write_id_maps(child, lp->uid, lp->gid, err);
 }
 
-static bool linux_monitor(launch_plan *plan) {
-  struct linux_plan *lp = plan->adapter_data;
-  return protect_check(&lp->protect);
-}
-
 /* What both Linux adapters prepare alike: the profile, the command, the
  * runtime directory, the environment and the protected-path monitor. */
 int linux_plan_prepare(const corral_policy *policy, const struct sock_fprog *seccomp,
@@ -51,7 +46,6 @@ int linux_plan_prepare(const corral_policy *policy, const struct sock_fprog *sec
   if (!lp)
     return error_set(err, -ENOMEM, ENOMEM, "out of memory");
   plan->adapter_data = lp;
-  protect_init(&lp->protect);
   lp->runtime.lease_fd = -1;
   int r = profile_resolve(policy, req->workspace_roots, req->nroots, &lp->profile, err);
   if (r < 0)
@@ -64,10 +58,12 @@ int linux_plan_prepare(const corral_policy *policy, const struct sock_fprog *sec
   if (path_list_add(&lp->profile.write_roots, lp->runtime.root) < 0 ||
       environment_prepare(&plan->envp, &plan->envc, &lp->profile, backend, lp->runtime.root) < 0)
     return error_set(err, -ENOMEM, ENOMEM, "out of memory");
-  if ((r = protect_prepare(&lp->profile, &lp->protect, err)) < 0)
+  if ((r = protect_prepare(&lp->profile, &lp->watch_dirs, err)) < 0)
     return r;
-  plan->monitor_fd = lp->protect.fd;
-  plan->monitor = linux_monitor;
+  plan->watch_dirs = lp->watch_dirs.v;
+  plan->nwatch_dirs = lp->watch_dirs.n;
+  plan->watch_names = lp->profile.protected_names.v;
+  plan->nwatch_names = lp->profile.protected_names.n;
   lp->seccomp = *seccomp;
   lp->uid = geteuid();
   lp->gid = getegid();
@@ -95,10 +91,9 @@ static int linux_prepare(corral_adapter *ad, const corral_request *req, launch_p
 
 int linux_finish(corral_adapter *ad, launch_plan *plan, launch_report *rep,
                         corral_error *err) {
-  (void)ad, (void)err;
-  struct linux_plan *lp = plan->adapter_data;
+  (void)ad, (void)plan, (void)err;
   rep->adapter_launched = rep->launched;
-  protect_finish(&lp->protect, rep);
+  protect_finish(rep);
   return 0;
 }
 
@@ -107,7 +102,7 @@ void linux_cleanup(corral_adapter *ad, launch_plan *plan) {
   struct linux_plan *lp = plan->adapter_data;
   if (!lp)
     return;
-  protect_free(&lp->protect);
+  path_list_free(&lp->watch_dirs);
   runtime_release(&lp->runtime);
   profile_free(&lp->profile);
   path_list_free(&lp->read_allow);

@@ -28,22 +28,12 @@ void runtime_release(struct runtime_lease *rl);
 void runtime_cleanup(const char *base, time_t max_age, size_t keep);
 
 /* monitor.c: protected metadata in the write roots. */
-struct protect {
-  int fd;                   /* inotify, -1 when nothing is watched */
-  int wd[64];
-  const char *root[64];     /* borrowed from the profile */
-  size_t nwatch;
-  const struct path_list *names;
-  struct path_list created; /* protected paths the command created */
-};
-void protect_init(struct protect *pt);
-/* Adds read-only carve-outs for what exists and watches the rest. */
-int protect_prepare(struct profile *pr, struct protect *pt, corral_error *err);
-/* Reads pending events; true once a protected path was created. */
-bool protect_check(struct protect *pt);
-/* Removes what was created and fills the denial and the stderr note. */
-void protect_finish(struct protect *pt, launch_report *rep);
-void protect_free(struct protect *pt);
+/* Adds read-only carve-outs for what exists (to pr->deny_write) and lists
+ * the write roots where a missing protected name must be watched. */
+int protect_prepare(struct profile *pr, struct path_list *watch_dirs, corral_error *err);
+/* Removes from the host what the command created under a protected name
+ * (reported by init) and fills the denial and the stderr note. */
+void protect_finish(launch_report *rep);
 
 struct linux_plan {
   struct profile profile;
@@ -51,7 +41,7 @@ struct linux_plan {
   uid_t uid;                   /* the supervisor's ids, mapped to themselves */
   gid_t gid;
   int landlock_abi;            /* 0: the kernel has no Landlock */
-  struct protect protect;
+  struct path_list watch_dirs; /* write roots where protected names are missing */
   struct runtime_lease runtime;
   struct path_list read_allow; /* landlock-only: where reading is allowed */
 };

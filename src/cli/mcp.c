@@ -1,0 +1,217 @@
+/*
+ * mcp.c — `corral mcp`: the MCP server on stdio, one JSON-RPC message per
+ * line.  One process, one loop: stdin, the sessions' descriptors and the
+ * signals are watched together; nothing but protocol goes to stdout.
+ * stdin EOF, SIGTERM, SIGINT or SIGHUP: every session is stopped, exit 0.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/uio.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "corral.h"
+#include "mcp/mcp.h"
+#include "options.h"
+#include "policy_flags.h"
+
+#define LINE_MAX_BYTES (16u << 20)
+
+enum { OPT_SHELL = 1 };
+static const struct cli_option mcp_options[] = {
+    {"shell", "PATH", OPT_SHELL, "the shell exec_command runs commands with (default: /bin/sh)"},
+    POLICY_FLAG_OPTIONS,
+};
+static const char mcp_usage[] =
+    "usage: corral mcp [--workspace DIR]... [--policy FILE] [--shell PATH] [policy options]\n"
+    "Serves the Model Context Protocol on stdin/stdout: the tools exec_command,\n"
+    "write_stdin, list_sessions and stop_session run commands in corral's sandbox.\n"
+    "The policy comes from these options and the user's config only: a client\n"
+    "cannot loosen it.";
+
+struct mcp_args {
+  const char *shell;
+  struct policy_flags pf;
+};
+
+static int on_option(void *ctx, int id, const char *value) {
+  struct mcp_args *a = ctx;
+  if (id == OPT_SHELL) {
+    if (value[0] != '/' || access(value, X_OK) != 0) {
+      fprintf(stderr, "corral mcp: --shell `%s`: not an executable absolute path\n", value);
+      return -1;
+    }
+    a->shell = value;
+    return 0;
+  }
+  return policy_flag(&a->pf, id, value) == 0 ? 0 : -1;
+}
+
+static bool stdout_broken;
+
+static void send_line(void *ctx, const char *line, size_t len) {
+  (void)ctx;
+  struct iovec iov[2] = {{(void *)line, len}, {"\n", 1}};
+  size_t total = len + 1, done = 0;
+  while (!stdout_broken && done < total) {
+    ssize_t n = writev(STDOUT_FILENO, iov, 2);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      if (errno == EAGAIN) {
+        struct pollfd p = {.fd = STDOUT_FILENO, .events = POLLOUT};
+        poll(&p, 1, 1000);
+        continue;
+      }
+      stdout_broken = true; /* the client went away */
+      break;
+    }
+    done += (size_t)n;
+    /* advance the iovecs past what was written */
+    size_t skip = (size_t)n;
+    for (int i = 0; i < 2; i++) {
+      size_t k = skip < iov[i].iov_len ? skip : iov[i].iov_len;
+      iov[i].iov_base = (char *)iov[i].iov_base + k;
+      iov[i].iov_len -= k;
+      skip -= k;
+    }
+  }
+}
+
+int cmd_mcp(int argc, char **argv) {
+  struct mcp_args args = {.shell = "/bin/sh"};
+  int first = cli_parse("corral mcp", mcp_usage, mcp_options,
+                        sizeof mcp_options / sizeof mcp_options[0], argc, argv, on_option, &args);
+  if (first == -2)
+    return 0;
+  if (first < 0)
+    return EXIT_USAGE;
+  if (first < argc) {
+    fprintf(stderr, "corral mcp: unexpected argument `%s`\nTry `corral mcp --help`.\n",
+            argv[first]);
+    return EXIT_USAGE;
+  }
+  char **roots;
+  size_t nroots;
+  if (policy_flags_roots(&args.pf, &roots, &nroots) < 0)
+    return EXIT_USAGE;
+  corral_policy *policy = policy_flags_build(&args.pf, roots, nroots);
+  if (!policy)
+    return EXIT_USAGE;
+  char why[1200] = "";
+  corral_adapter *adapter = policy_flags_adapter(&args.pf, policy, why, sizeof why);
+  if (!adapter) /* fail closed: every exec_command reports sandbox_setup_failure */
+    fprintf(stderr, "corral mcp: %s\n", why);
+
+  signal(SIGPIPE, SIG_IGN);
+  sigset_t mask;
+  sigemptyset(&mask);
+  sigaddset(&mask, SIGTERM), sigaddset(&mask, SIGINT), sigaddset(&mask, SIGHUP);
+  sigprocmask(SIG_BLOCK, &mask, NULL);
+  int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+  fcntl(STDIN_FILENO, F_SETFL, fcntl(STDIN_FILENO, F_GETFL) | O_NONBLOCK);
+
+  struct mcp_server server;
+  int rc = 0;
+  if (mcp_server_init(&server, adapter, roots, nroots, args.shell) < 0) {
+    fprintf(stderr, "corral mcp: out of memory\n");
+    rc = EXIT_SETUP;
+    goto out;
+  }
+  server.send = send_line;
+  int ep = epoll_create1(EPOLL_CLOEXEC);
+  struct epoll_event ev = {.events = EPOLLIN};
+  ev.data.u32 = 1;
+  epoll_ctl(ep, EPOLL_CTL_ADD, STDIN_FILENO, &ev);
+  ev.data.u32 = 2;
+  epoll_ctl(ep, EPOLL_CTL_ADD, corral_sessions_fd(server.sessions), &ev);
+  ev.data.u32 = 3;
+  epoll_ctl(ep, EPOLL_CTL_ADD, sfd, &ev);
+
+  char *buf = malloc(65536);
+  size_t len = 0, cap = 65536;
+  bool eof = false, skipping = false;
+  while (!eof && !stdout_broken && buf) {
+    int t1 = mcp_timeout(&server), t2 = corral_sessions_timeout(server.sessions);
+    int timeout = t1 < 0 ? t2 : t2 < 0 ? t1 : (t1 < t2 ? t1 : t2);
+    struct epoll_event evs[4];
+    int n = epoll_wait(ep, evs, 4, timeout);
+    for (int i = 0; i < n; i++) {
+      if (evs[i].data.u32 == 3) {
+        eof = true; /* a signal: shut down like on EOF */
+      } else if (evs[i].data.u32 == 2) {
+        corral_sessions_process(server.sessions, 0);
+      } else {
+        for (;;) {
+          if (len == cap) {
+            if (cap >= LINE_MAX_BYTES) { /* an endless line: drop it, answer once */
+              server.send(NULL, "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32700,"
+                                "\"message\":\"message longer than 16 MiB\"}}", 95);
+              len = 0;
+              skipping = true;
+            } else {
+              char *g = realloc(buf, cap * 2);
+              if (!g)
+                break;
+              buf = g;
+              cap *= 2;
+            }
+          }
+          ssize_t r = read(STDIN_FILENO, buf + len, cap - len);
+          if (r == 0) {
+            eof = true;
+            break;
+          }
+          if (r < 0) {
+            if (errno == EINTR)
+              continue;
+            if (errno != EAGAIN)
+              eof = true;
+            break;
+          }
+          size_t start = 0, scan = len;
+          len += (size_t)r;
+          for (size_t k = scan; k < len; k++)
+            if (buf[k] == '\n') {
+              if (!skipping)
+                mcp_handle_line(&server, buf + start, k - start);
+              skipping = false;
+              start = k + 1;
+            }
+          memmove(buf, buf + start, len - start);
+          len -= start;
+        }
+      }
+    }
+    mcp_tick(&server);
+  }
+  if (len && !skipping && buf)
+    mcp_handle_line(&server, buf, len); /* a last line without newline */
+  /* Calls still waiting get up to a second to finish, then an answer with
+   * what there is: a client that closed stdin still reads stdout. */
+  for (int i = 0; i < 100 && server.npending && !stdout_broken; i++) {
+    corral_sessions_process(server.sessions, 10);
+    mcp_tick(&server);
+  }
+  mcp_tick_until(&server, INT64_MAX);
+  free(buf);
+  close(ep);
+  mcp_server_close(&server); /* stops every session: no process is left */
+out:
+  corral_adapter_free(adapter);
+  corral_policy_free(policy);
+  policy_flags_free(&args.pf);
+  for (size_t i = 0; i < nroots; i++)
+    free(roots[i]);
+  free(roots);
+  close(sfd);
+  return rc;
+}

@@ -1,0 +1,589 @@
+/*
+ * dispatch.c — JSON-RPC 2.0 and the MCP tools: exec_command, write_stdin,
+ * list_sessions, stop_session.
+ *
+ * Rules kept here:
+ *   1. bad input never ends the server: every line gets the error it
+ *      deserves (-32700 parse, -32600 not a request, -32601 unknown method,
+ *      -32602 bad params) or, for a problem with a valid call (an unknown
+ *      session), a tool result with isError and the problem named;
+ *   2. the client cannot loosen the sandbox: no tool argument reaches the
+ *      policy; workdir must lie inside a workspace root;
+ *   3. notifications are never answered; a cancelled call is not either.
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "../internal.h"
+#include "../json_util.h"
+#include "../policy.h"
+#include "mcp.h"
+
+#define ERR_PARSE -32700
+#define ERR_INVALID_REQUEST -32600
+#define ERR_METHOD -32601
+#define ERR_PARAMS -32602
+
+static const char *const versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"};
+
+struct mcp_pending {
+  json_t *id;
+  long session;
+  int64_t started, deadline;
+  size_t max_bytes;
+  char *out;
+  size_t len, cap;
+  bool dropped;
+};
+
+static int64_t mono_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ------------------------------------------------------------ sending */
+
+static void send_json(struct mcp_server *s, json_t *msg) {
+  char *text = json_dumps(msg, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII |
+                               JSON_REAL_PRECISION(9));
+  json_decref(msg);
+  if (text) {
+    s->send(s->send_ctx, text, strlen(text));
+    free(text);
+  }
+}
+
+static void reply(struct mcp_server *s, json_t *id, json_t *result) {
+  send_json(s, json_pack("{s:s,s:O,s:o}", "jsonrpc", "2.0", "id", id, "result", result));
+}
+
+static void reply_error(struct mcp_server *s, json_t *id, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void reply_error(struct mcp_server *s, json_t *id, int code, const char *fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  json_t *e = json_pack("{s:i,s:s}", "code", code, "message", msg);
+  send_json(s, json_pack("{s:s,s:O,s:o}", "jsonrpc", "2.0", "id", id ? id : json_null(), "error",
+                         e));
+}
+
+static json_t *text_result(const char *text, bool is_error) {
+  return json_pack("{s:[{s:s,s:s}],s:b}", "content", "type", "text", "text", text, "isError",
+                   is_error);
+}
+
+static void tool_error(struct mcp_server *s, json_t *id, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void tool_error(struct mcp_server *s, json_t *id, const char *fmt, ...) {
+  char msg[1200];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  reply(s, id, text_result(msg, true));
+}
+
+/* ------------------------------------------------------------ tools */
+
+static json_t *tools_list(void) {
+  json_t *outcome_schema = json_pack("{s:s}", "type", "object");
+  json_t *result_schema = json_pack(
+      "{s:s,s:{s:{s:[s,s]},s:{s:s},s:{s:[s,s]},s:{s:s},s:{s:s},s:O},s:[s,s,s]}", "type",
+      "object", "properties", "sessionId", "type", "integer", "null", "wallTimeSeconds", "type",
+      "number", "exitCode", "type", "integer", "null", "output", "type", "string",
+      "outputDropped", "type", "boolean", "outcome", outcome_schema, "required", "wallTimeSeconds",
+      "output", "outcome");
+  json_t *exec = json_pack(
+      "{s:s,s:s,s:{s:s,s:{s:{s:s,s:s},s:{s:s,s:s},s:{s:s,s:s},s:{s:s,s:i,s:i,s:s},"
+      "s:{s:s,s:i,s:i,s:s}},s:[s]},s:O}",
+      "name", "exec_command", "description",
+      "Run a shell command in corral's sandbox (workspace writable, rest of the disk read-only, "
+      "secrets hidden, network closed unless the server allows it). Returns its output and exit "
+      "code, or a session ID when it is still running after yield_time_ms: then use "
+      "write_stdin to poll it, type into it, or interrupt it.",
+      "inputSchema", "type", "object", "properties", "cmd", "type", "string", "description",
+      "the command line, run with the server's shell (-c)", "workdir", "type", "string",
+      "description", "working directory, relative to the first workspace root", "tty", "type",
+      "boolean", "description", "run in a pseudo-terminal (default false)", "yield_time_ms",
+      "type", "integer", "minimum", 0, "maximum", 30000, "description",
+      "how long to wait for output before returning (default 10000, clamped to 250..30000)",
+      "max_output_tokens", "type", "integer", "minimum", 1, "maximum", 200000, "description",
+      "output budget in tokens of 4 bytes (default 10000)", "required", "cmd", "outputSchema",
+      result_schema);
+  json_t *write = json_pack(
+      "{s:s,s:s,s:{s:s,s:{s:{s:s,s:i,s:s},s:{s:s,s:s},s:{s:s,s:i,s:i,s:s},s:{s:s,s:i,s:i,s:s}},"
+      "s:[s]},s:O}",
+      "name", "write_stdin", "description",
+      "Write characters to a running session's stdin and collect its output; \"\" only polls, "
+      "\"\\u0003\" interrupts (ends the session's whole process tree).",
+      "inputSchema", "type", "object", "properties", "session_id", "type", "integer", "minimum",
+      1, "description", "the session ID from exec_command", "chars", "type", "string",
+      "description", "characters to write (default \"\": poll)", "yield_time_ms", "type",
+      "integer", "minimum", 0, "maximum", 300000, "description",
+      "how long to wait for output (default 250 with input, 5000 for a poll)",
+      "max_output_tokens", "type", "integer", "minimum", 1, "maximum", 200000, "description",
+      "output budget in tokens of 4 bytes (default 10000)", "required", "session_id",
+      "outputSchema", result_schema);
+  json_t *list = json_pack("{s:s,s:s,s:{s:s,s:{}},s:{s:s,s:{s:{s:s}}}}", "name",
+                           "list_sessions", "description",
+                           "List the sessions: ID, command, directory, status, exit code and "
+                           "the last output.",
+                           "inputSchema", "type", "object", "properties", "outputSchema", "type",
+                           "object", "properties", "sessions", "type", "array");
+  json_t *stop = json_pack("{s:s,s:s,s:{s:s,s:{s:{s:s,s:i}},s:[s]}}", "name", "stop_session",
+                           "description", "Stop a session: its whole process tree is ended.",
+                           "inputSchema", "type", "object", "properties", "session_id", "type",
+                           "integer", "minimum", 1, "required", "session_id");
+  json_decref(result_schema);
+  return json_pack("{s:[o,o,o,o]}", "tools", exec, write, list, stop);
+}
+
+/* Reads an optional integer argument; false (and an error sent) if it is
+ * there but not an integer. */
+static bool int_arg(json_t *args, const char *key, long *out, long def) {
+  json_t *v = json_object_get(args, key);
+  *out = def;
+  if (!v || json_is_null(v))
+    return true;
+  if (!json_is_integer(v))
+    return false;
+  json_int_t i = json_integer_value(v);
+  *out = i > LONG_MAX / 2 ? LONG_MAX / 2 : i < -(LONG_MAX / 2) ? -(LONG_MAX / 2) : (long)i;
+  return true;
+}
+
+static long clampl(long v, long lo, long hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+static void pending_append(struct mcp_pending *p, const corral_session_result *r) {
+  if (r->dropped)
+    p->dropped = true;
+  if (!r->output_len)
+    return;
+  /* Keep at most twice the budget: the head, and a tail that slides. */
+  size_t keep = p->max_bytes * 2 + 16;
+  if (p->len + r->output_len > p->cap) {
+    size_t cap = p->len + r->output_len;
+    char *g = realloc(p->out, cap);
+    if (!g)
+      return;
+    p->out = g;
+    p->cap = cap;
+  }
+  memcpy(p->out + p->len, r->output, r->output_len);
+  p->len += r->output_len;
+  if (p->len > keep) {
+    /* Head half stays; the middle goes (it would be cut anyway). */
+    size_t head = p->max_bytes, tail = keep - head;
+    memmove(p->out + head, p->out + p->len - tail, tail);
+    p->len = keep;
+  }
+}
+
+static json_t *outcome_value(const corral_outcome *o) { return outcome_to_json_value(o); }
+
+/* The answer to exec_command / write_stdin. */
+static void send_session_result(struct mcp_server *s, json_t *id, struct mcp_pending *p,
+                                const corral_session_result *last) {
+  double wall = (double)(mono_ms() - p->started) / 1000.0;
+  size_t flen = 0;
+  char *formatted = mcp_format_output(p->out ? p->out : "", p->len, p->max_bytes, p->dropped, &flen);
+  if (!formatted) {
+    reply_error(s, id, -32603, "out of memory");
+    return;
+  }
+  const corral_outcome *o = &last->outcome;
+  char head[1600];
+  int n = snprintf(head, sizeof head, "Wall time: %.4f seconds\n", wall);
+  if (last->exited)
+    n += snprintf(head + n, sizeof head - (size_t)n, "Process exited with code %d\n",
+                  corral_outcome_exit_code(o));
+  else
+    n += snprintf(head + n, sizeof head - (size_t)n, "Process running with session ID %ld\n",
+                  p->session);
+  if (o->denial.present)
+    n += snprintf(head + n, sizeof head - (size_t)n, "Denied by the sandbox: %s\n",
+                  o->denial.reason ? o->denial.reason : "");
+  else if (last->exited && o->kind != CORRAL_KIND_SUCCESS &&
+           o->kind != CORRAL_KIND_APPLICATION_FAILURE && o->message)
+    n += snprintf(head + n, sizeof head - (size_t)n, "%s\n", o->message);
+  snprintf(head + n, sizeof head - (size_t)n, "Output:\n");
+  size_t hl = strlen(head);
+  char *text = malloc(hl + flen + 1);
+  if (text) {
+    memcpy(text, head, hl);
+    memcpy(text + hl, formatted, flen + 1);
+  }
+  json_t *structured = json_pack(
+      "{s:o,s:f,s:o,s:s%,s:b,s:o}", "sessionId",
+      last->exited ? json_null() : json_integer(p->session), "wallTimeSeconds", wall, "exitCode",
+      last->exited ? json_integer(corral_outcome_exit_code(o)) : json_null(), "output", formatted,
+      flen, "outputDropped", p->dropped, "outcome", outcome_value(o));
+  json_t *result = json_pack("{s:[{s:s,s:s}],s:o,s:b}", "content", "type", "text", "text",
+                             text ? text : "", "structuredContent", structured, "isError", false);
+  reply(s, id, result);
+  free(text);
+  free(formatted);
+}
+
+static void pending_free(struct mcp_pending *p) {
+  json_decref(p->id);
+  free(p->out);
+}
+
+/* Either answers now (the session ended) or queues the call. */
+static void settle(struct mcp_server *s, json_t *id, struct mcp_pending *p,
+                   corral_session_result *r) {
+  pending_append(p, r);
+  if (r->exited || r->session_id == 0 || !p->session) {
+    send_session_result(s, id, p, r);
+    free(p->out);
+    return;
+  }
+  if (s->npending == s->cap) {
+    size_t cap = s->cap ? s->cap * 2 : 8;
+    struct mcp_pending *g = realloc(s->pending, cap * sizeof *g);
+    if (!g) {
+      send_session_result(s, id, p, r);
+      free(p->out);
+      return;
+    }
+    s->pending = g;
+    s->cap = cap;
+  }
+  p->id = json_incref(id);
+  s->pending[s->npending++] = *p;
+}
+
+static bool inside_roots(const struct mcp_server *s, const char *path) {
+  for (size_t i = 0; i < s->nroots; i++)
+    if (path_is_under(path, s->roots[i]))
+      return true;
+  return false;
+}
+
+static void exec_command(struct mcp_server *s, json_t *id, json_t *args) {
+  json_t *cmd = json_object_get(args, "cmd");
+  if (!json_is_string(cmd) || str_blank(json_string_value(cmd)) ||
+      strlen(json_string_value(cmd)) != json_string_length(cmd)) {
+    reply_error(s, id, ERR_PARAMS, "exec_command: `cmd` must be a non-empty string");
+    return;
+  }
+  long yield, tokens;
+  json_t *tty = json_object_get(args, "tty"), *workdir = json_object_get(args, "workdir");
+  if (!int_arg(args, "yield_time_ms", &yield, 10000) ||
+      !int_arg(args, "max_output_tokens", &tokens, 10000) ||
+      (tty && !json_is_null(tty) && !json_is_boolean(tty)) ||
+      (workdir && !json_is_null(workdir) && !json_is_string(workdir))) {
+    reply_error(s, id, ERR_PARAMS,
+                "exec_command: yield_time_ms and max_output_tokens must be integers, tty a "
+                "boolean, workdir a string");
+    return;
+  }
+  char dir[PATH_MAX * 2];
+  const char *wd = json_is_string(workdir) ? json_string_value(workdir) : "";
+  if (wd[0] == '/')
+    snprintf(dir, sizeof dir, "%s", wd);
+  else
+    snprintf(dir, sizeof dir, "%s/%s", s->roots[0], wd);
+  char *real = realpath(dir, NULL);
+  if (!real || !inside_roots(s, real)) {
+    tool_error(s, id, "exec_command: workdir `%s` %s", wd,
+               real ? "is outside every workspace root: refused" : "does not exist");
+    free(real);
+    return;
+  }
+  corral_request req;
+  corral_request_init(&req);
+  req.origin = CORRAL_ORIGIN_MCP_SERVER;
+  req.mode = CORRAL_MODE_INTERACTIVE;
+  const char *argv[] = {"-c", json_string_value(cmd)};
+  corral_request_set_command(&req, s->shell, argv, 2);
+  corral_request_set_working_directory(&req, real);
+  free(real);
+  for (size_t i = 0; i < s->nroots; i++)
+    corral_request_add_workspace_root(&req, s->roots[i]);
+  corral_session_options o;
+  corral_session_options_init(&o);
+  o.request = &req;
+  o.adapter = s->adapter;
+  o.tty = json_is_true(tty);
+  o.yield_ms = 0; /* the wait happens in the loop, so a cancel can come */
+  o.flags = CORRAL_RUN_CHANGES;
+  struct mcp_pending p = {.started = mono_ms(),
+                          .max_bytes = (size_t)clampl(tokens, 1, 200000) * 4};
+  p.deadline = p.started + clampl(yield, 250, 30000);
+  corral_session_result r;
+  corral_error err = {0};
+  if (corral_session_start(s->sessions, &o, &r, &err) < 0)
+    tool_error(s, id, "exec_command: %s", err.message);
+  else {
+    p.session = r.session_id;
+    settle(s, id, &p, &r);
+  }
+  corral_session_result_free(&r);
+  corral_request_free(&req);
+}
+
+static bool session_arg(struct mcp_server *s, json_t *id, json_t *args, const char *tool,
+                        long *sid) {
+  json_t *v = json_object_get(args, "session_id");
+  if (!json_is_integer(v) || json_integer_value(v) <= 0 || json_integer_value(v) > LONG_MAX / 2) {
+    reply_error(s, id, ERR_PARAMS, "%s: `session_id` must be a positive integer", tool);
+    return false;
+  }
+  *sid = (long)json_integer_value(v);
+  return true;
+}
+
+static void write_stdin(struct mcp_server *s, json_t *id, json_t *args) {
+  long sid, yield, tokens;
+  if (!session_arg(s, id, args, "write_stdin", &sid))
+    return;
+  json_t *chars = json_object_get(args, "chars");
+  if ((chars && !json_is_null(chars) && !json_is_string(chars))) {
+    reply_error(s, id, ERR_PARAMS, "write_stdin: `chars` must be a string");
+    return;
+  }
+  const char *in = json_is_string(chars) ? json_string_value(chars) : "";
+  size_t inlen = json_is_string(chars) ? json_string_length(chars) : 0;
+  if (!int_arg(args, "yield_time_ms", &yield, inlen ? 250 : 5000) ||
+      !int_arg(args, "max_output_tokens", &tokens, 10000)) {
+    reply_error(s, id, ERR_PARAMS, "write_stdin: yield_time_ms and max_output_tokens must be integers");
+    return;
+  }
+  bool interrupt = inlen == 1 && in[0] == '\x03';
+  struct mcp_pending p = {.started = mono_ms(), .session = sid,
+                          .max_bytes = (size_t)clampl(tokens, 1, 200000) * 4};
+  p.deadline = p.started + clampl(yield, 0, 300000);
+  corral_session_result r;
+  corral_error err = {0};
+  if (corral_session_continue(s->sessions, sid, interrupt ? NULL : in, interrupt ? 0 : inlen,
+                              interrupt, 0, &r, &err) < 0) {
+    tool_error(s, id, "write_stdin: %s", err.message);
+    return;
+  }
+  settle(s, id, &p, &r);
+  corral_session_result_free(&r);
+}
+
+static void list_sessions(struct mcp_server *s, json_t *id) {
+  corral_session_info *info;
+  size_t n;
+  if (corral_sessions_list(s->sessions, &info, &n) < 0) {
+    reply_error(s, id, -32603, "out of memory");
+    return;
+  }
+  json_t *arr = json_array();
+  char text[8192] = "";
+  size_t tl = 0;
+  if (!n)
+    tl += (size_t)snprintf(text, sizeof text, "No sessions.\n");
+  for (size_t i = 0; i < n; i++) {
+    size_t tlen;
+    char *tail = utf8_sanitize(info[i].tail ? info[i].tail : "", info[i].tail_len, &tlen, NULL);
+    json_array_append_new(
+        arr, json_pack("{s:I,s:s,s:s,s:I,s:I,s:b,s:s,s:o,s:s%,s:b}", "sessionId",
+                       (json_int_t)info[i].id, "command", info[i].command, "workingDirectory",
+                       info[i].working_directory, "startedMs", (json_int_t)info[i].started_ms,
+                       "lastUsedMs", (json_int_t)info[i].last_used_ms, "tty", info[i].tty,
+                       "status", info[i].running ? "running" : "exited", "exitCode",
+                       info[i].running ? json_null() : json_integer(info[i].exit.code),
+                       "lastOutput", tail ? tail : "", tail ? tlen : 0, "outputDropped",
+                       info[i].dropped));
+    free(tail);
+    if (tl < sizeof text)
+      tl += (size_t)snprintf(text + tl, sizeof text - tl, "%ld %s %s: %s\n", info[i].id,
+                             info[i].running ? "running" : "exited",
+                             info[i].working_directory, info[i].command);
+  }
+  corral_session_info_free(info, n);
+  json_t *result = text_result(text, false);
+  json_object_set_new(result, "structuredContent", json_pack("{s:o}", "sessions", arr));
+  reply(s, id, result);
+}
+
+static void stop_session(struct mcp_server *s, json_t *id, json_t *args) {
+  long sid;
+  if (!session_arg(s, id, args, "stop_session", &sid))
+    return;
+  corral_error err = {0};
+  if (corral_session_stop(s->sessions, sid, &err) < 0) {
+    tool_error(s, id, "stop_session: %s", err.message);
+    return;
+  }
+  /* A call still waiting on it is answered now with what there was. */
+  char msg[64];
+  snprintf(msg, sizeof msg, "Session %ld stopped.", sid);
+  reply(s, id, text_result(msg, false));
+}
+
+static void tools_call(struct mcp_server *s, json_t *id, json_t *params) {
+  json_t *name = json_object_get(params, "name"), *args = json_object_get(params, "arguments");
+  if (!json_is_string(name)) {
+    reply_error(s, id, ERR_PARAMS, "tools/call: `name` must be a string");
+    return;
+  }
+  if (args && !json_is_null(args) && !json_is_object(args)) {
+    reply_error(s, id, ERR_PARAMS, "tools/call: `arguments` must be an object");
+    return;
+  }
+  json_t *empty = NULL;
+  if (!json_is_object(args))
+    args = empty = json_object();
+  const char *tool = json_string_value(name);
+  if (strcmp(tool, "exec_command") == 0)
+    exec_command(s, id, args);
+  else if (strcmp(tool, "write_stdin") == 0)
+    write_stdin(s, id, args);
+  else if (strcmp(tool, "list_sessions") == 0)
+    list_sessions(s, id);
+  else if (strcmp(tool, "stop_session") == 0)
+    stop_session(s, id, args);
+  else
+    reply_error(s, id, ERR_PARAMS, "unknown tool `%s`", tool);
+  json_decref(empty);
+}
+
+/* ------------------------------------------------------------ protocol */
+
+static void initialize(struct mcp_server *s, json_t *id, json_t *params) {
+  json_t *v = json_object_get(params, "protocolVersion");
+  if (!json_is_string(v)) {
+    reply_error(s, id, ERR_PARAMS, "initialize: `protocolVersion` must be a string");
+    return;
+  }
+  const char *chosen = versions[0]; /* unsupported: offer the newest we speak */
+  for (size_t i = 0; i < ARRAY_SIZE(versions); i++)
+    if (strcmp(json_string_value(v), versions[i]) == 0)
+      chosen = versions[i];
+  snprintf(s->protocol, sizeof s->protocol, "%s", chosen);
+  reply(s, id,
+        json_pack("{s:s,s:{s:{s:b}},s:{s:s,s:s},s:s}", "protocolVersion", chosen, "capabilities",
+                  "tools", "listChanged", false, "serverInfo", "name", "corral", "version",
+                  corral_version(), "instructions",
+                  "Commands run in corral's sandbox. Long-running ones become sessions: poll "
+                  "and type into them with write_stdin."));
+}
+
+static void cancelled(struct mcp_server *s, json_t *params) {
+  json_t *rid = json_object_get(params, "requestId");
+  for (size_t i = 0; rid && i < s->npending; i++)
+    if (json_equal(s->pending[i].id, rid)) {
+      pending_free(&s->pending[i]); /* no answer: rule 3 */
+      s->pending[i] = s->pending[--s->npending];
+      return;
+    }
+}
+
+void mcp_handle_line(struct mcp_server *s, const char *line, size_t len) {
+  json_error_t jerr;
+  while (len && (line[len - 1] == '\r' || line[len - 1] == ' ' || line[len - 1] == '\t'))
+    len--;
+  if (len == 0)
+    return;
+  json_t *msg = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
+  if (!msg) {
+    reply_error(s, NULL, ERR_PARSE, "parse error at byte %d: %s", jerr.position, jerr.text);
+    return;
+  }
+  json_t *id = json_object_get(msg, "id"), *method = json_object_get(msg, "method");
+  if (!json_is_object(msg)) {
+    reply_error(s, NULL, ERR_INVALID_REQUEST, "not a JSON-RPC request object (batches are not "
+                                              "supported)");
+  } else if (!method && (json_object_get(msg, "result") || json_object_get(msg, "error"))) {
+    /* a response to a request we never sent: nothing to do */
+  } else if (!json_is_string(json_object_get(msg, "jsonrpc")) ||
+             strcmp(json_string_value(json_object_get(msg, "jsonrpc")), "2.0") != 0 ||
+             !json_is_string(method) ||
+             (id && !json_is_string(id) && !json_is_integer(id))) {
+    reply_error(s, json_is_string(id) || json_is_integer(id) ? id : NULL, ERR_INVALID_REQUEST,
+                "invalid request: needs \"jsonrpc\": \"2.0\", a string method, and an id that is a "
+                "string or an integer");
+  } else {
+    const char *m = json_string_value(method);
+    json_t *params = json_object_get(msg, "params");
+    if (params && !json_is_object(params) && !json_is_null(params)) {
+      if (id)
+        reply_error(s, id, ERR_PARAMS, "%s: params must be an object", m);
+    } else if (!id) { /* notifications: never answered */
+      if (strcmp(m, "notifications/initialized") == 0)
+        s->initialized = true;
+      else if (strcmp(m, "notifications/cancelled") == 0)
+        cancelled(s, params);
+    } else if (strcmp(m, "initialize") == 0) {
+      initialize(s, id, params);
+    } else if (strcmp(m, "ping") == 0) {
+      reply(s, id, json_object());
+    } else if (strcmp(m, "tools/list") == 0) {
+      reply(s, id, tools_list());
+    } else if (strcmp(m, "tools/call") == 0) {
+      tools_call(s, id, params);
+    } else {
+      reply_error(s, id, ERR_METHOD, "unknown method `%s`", m);
+    }
+  }
+  json_decref(msg);
+}
+
+void mcp_tick(struct mcp_server *s) { mcp_tick_until(s, mono_ms()); }
+
+void mcp_tick_until(struct mcp_server *s, int64_t now) {
+  for (size_t i = 0; i < s->npending;) {
+    struct mcp_pending *p = &s->pending[i];
+    int running = corral_session_running(s->sessions, p->session);
+    if (running == 1 && now < p->deadline) {
+      i++;
+      continue;
+    }
+    struct mcp_pending done = *p;
+    s->pending[i] = s->pending[--s->npending];
+    corral_session_result r;
+    corral_error err = {0};
+    if (running < 0 ||
+        corral_session_continue(s->sessions, done.session, NULL, 0, false, 0, &r, &err) < 0) {
+      /* stopped meanwhile */
+      corral_session_result_init(&r);
+      r.exited = true;
+      r.outcome.state = CORRAL_STATE_CANCELLED;
+      r.outcome.kind = CORRAL_KIND_CANCELLED;
+    }
+    pending_append(&done, &r);
+    send_session_result(s, done.id, &done, &r);
+    corral_session_result_free(&r);
+    pending_free(&done);
+  }
+}
+
+int mcp_timeout(const struct mcp_server *s) {
+  int64_t now = mono_ms(), best = -1;
+  for (size_t i = 0; i < s->npending; i++)
+    if (best < 0 || s->pending[i].deadline < best)
+      best = s->pending[i].deadline;
+  return best < 0 ? -1 : (int)(best > now ? best - now : 0);
+}
+
+int mcp_server_init(struct mcp_server *s, corral_adapter *adapter, char **roots, size_t nroots,
+                    const char *shell) {
+  memset(s, 0, sizeof *s);
+  s->sessions = corral_sessions_new();
+  if (!s->sessions)
+    return -ENOMEM;
+  s->adapter = adapter;
+  s->roots = roots;
+  s->nroots = nroots;
+  s->shell = shell;
+  return 0;
+}
+
+void mcp_server_close(struct mcp_server *s) {
+  for (size_t i = 0; i < s->npending; i++)
+    pending_free(&s->pending[i]);
+  free(s->pending);
+  corral_sessions_free(s->sessions);
+  memset(s, 0, sizeof *s);
+}

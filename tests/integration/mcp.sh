@@ -1,0 +1,61 @@
+# corral mcp without Node.js: raw JSON-RPC lines in, one JSON answer per
+# request out, checked with python3.
+. "$(dirname "$0")/../lib.sh"
+ws=$(mktemp -d "$HOME/corral-mcpsh-XXXXXX")
+trap 'rm -rf "$ws"' EXIT
+cd "$ws"
+
+out=$(printf '%s\n' \
+  '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"sh","version":"1"}}}' \
+  '{"jsonrpc":"2.0","method":"notifications/initialized"}' \
+  '{"jsonrpc":"2.0","id":2,"method":"tools/list"}' \
+  '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"exec_command","arguments":{"cmd":"echo hi; exit 3"}}}' \
+  'this is not json' \
+  '{"jsonrpc":"2.0","id":4,"method":"missing"}' \
+  '{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"exec_command","arguments":{"cmd":""}}}' \
+  '{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"stop_session","arguments":{"session_id":4242}}}' \
+  '{"jsonrpc":"2.0","id":7,"method":"initialize","params":{"protocolVersion":"1999-01-01"}}' \
+  '{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"exec_command","arguments":{"cmd":"touch /etc/corral-mcpsh"}}}' \
+  | timeout 30 "$CORRAL" mcp --workspace "$ws")
+rc=$?
+t "the server exits 0 on stdin EOF"
+expect_eq 0 $rc
+t "every line of stdout is a JSON-RPC answer"
+check() { printf '%s\n' "$out" | python3 -c "$1"; }
+check 'import sys,json
+lines=[json.loads(l) for l in sys.stdin if l.strip()]
+assert all(l["jsonrpc"]=="2.0" for l in lines), lines
+print(len(lines))' >/dev/null && pass || fail "non-JSON output: $out"
+get() { printf '%s\n' "$out" | python3 -c "
+import sys,json
+for l in sys.stdin:
+    m=json.loads(l)
+    if m.get('id')==$1:
+        v=m
+        for k in '$2'.split('.'):
+            v=v[int(k)] if isinstance(v,list) else v.get(k) if isinstance(v,dict) else None
+        print(json.dumps(v) if isinstance(v,(dict,list,bool)) or v is None else v)"; }
+t "initialize"
+expect_eq 2025-06-18 "$(get 1 result.protocolVersion)"
+expect_eq corral "$(get 1 result.serverInfo.name)"
+expect_eq 2025-11-25 "$(get 7 result.protocolVersion)" "unsupported version gets the newest"
+t "tools/list"
+expect_contains "$(get 2 result.tools)" exec_command
+expect_contains "$(get 2 result.tools)" write_stdin
+t "exec_command"
+expect_eq 3 "$(get 3 result.structuredContent.exitCode)"
+expect_eq "hi" "$(get 3 result.structuredContent.output)"
+expect_contains "$(get 3 result.content.0.text)" "Process exited with code 3"
+t "errors"
+expect_eq -32700 "$(printf '%s\n' "$out" | python3 -c '
+import sys,json
+print([json.loads(l) for l in sys.stdin if "-32700" in l][0]["error"]["code"])')"
+expect_eq -32601 "$(get 4 error.code)"
+expect_eq -32602 "$(get 5 error.code)"
+expect_eq true "$(get 6 result.isError)"
+expect_contains "$(get 6 result.content.0.text)" 4242
+t "sandboxed"
+expect_contains "$(get 8 result.structuredContent.output)" "Read-only file system"
+expect_absent /etc/corral-mcpsh
+
+finish

@@ -1,0 +1,192 @@
+// Drives the real `corral mcp` with the official MCP TypeScript SDK client.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { spawn, execSync } from "node:child_process";
+import { mkdtempSync, existsSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+
+const CORRAL = process.env.CORRAL;
+assert.ok(CORRAL, "CORRAL must point at the corral binary");
+// Outside /tmp, which is a write root: writes there must be the sandbox's to refuse.
+const ws = mkdtempSync(join(process.env.HOME || "/root", "corral-mcp-ws-"));
+let client;
+
+const call = async (name, args, options) =>
+  client.callTool({ name, arguments: args }, undefined, options);
+const alive = (pattern) => {
+  try {
+    execSync(`pgrep -f '${pattern}'`, { stdio: "ignore" });
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+before(async () => {
+  client = new Client({ name: "corral-tests", version: "1.0.0" });
+  const transport = new StdioClientTransport({
+    command: CORRAL,
+    args: ["mcp", "--workspace", ws],
+    cwd: ws,
+    stderr: "inherit",
+  });
+  await client.connect(transport);
+});
+
+after(async () => {
+  await client?.close();
+  rmSync(ws, { recursive: true, force: true });
+});
+
+test("initialize negotiated a version and the server names itself", () => {
+  assert.equal(client.getServerVersion().name, "corral");
+  assert.ok(client.getServerCapabilities().tools);
+});
+
+test("tools/list has the four tools with schemas", async () => {
+  const { tools } = await client.listTools();
+  const names = tools.map((t) => t.name).sort();
+  assert.deepEqual(names, ["exec_command", "list_sessions", "stop_session", "write_stdin"]);
+  const exec = tools.find((t) => t.name === "exec_command");
+  assert.deepEqual(exec.inputSchema.required, ["cmd"]);
+  assert.equal(exec.outputSchema.type, "object");
+});
+
+test("exec_command runs echo hi", async () => {
+  const r = await call("exec_command", { cmd: "echo hi" });
+  assert.equal(r.isError, false);
+  assert.match(r.content[0].text, /Wall time: [0-9.]+ seconds\nProcess exited with code 0\n/);
+  assert.equal(r.structuredContent.output, "hi\n");
+  assert.equal(r.structuredContent.exitCode, 0);
+  assert.equal(r.structuredContent.outcome.kind, "success");
+  assert.equal(r.structuredContent.outcome.enforcement.level, "native");
+});
+
+test("a slow command becomes a session that can be polled", async () => {
+  const r = await call("exec_command", { cmd: "sleep 0.5; echo ready", yield_time_ms: 10 });
+  const id = r.structuredContent.sessionId;
+  assert.ok(id >= 1000, "a live session id");
+  assert.match(r.content[0].text, new RegExp(`Process running with session ID ${id}`));
+  const p = await call("write_stdin", { session_id: id, chars: "", yield_time_ms: 3000 });
+  assert.equal(p.structuredContent.output, "ready\n");
+  assert.equal(p.structuredContent.exitCode, 0);
+  assert.equal(p.structuredContent.sessionId, null);
+});
+
+test("\\u0003 interrupts sleep 30 and leaves no process", async () => {
+  const r = await call("exec_command", { cmd: "exec sleep 3044", yield_time_ms: 250 });
+  const id = r.structuredContent.sessionId;
+  assert.ok(id);
+  const t0 = Date.now();
+  const i = await call("write_stdin", { session_id: id, chars: "\u0003" });
+  assert.ok(Date.now() - t0 < 2000);
+  assert.equal(i.structuredContent.outcome.kind, "cancelled");
+  assert.equal(alive("^sleep 3044$"), false);
+});
+
+test("cat in a PTY echoes what is typed and ends on ^D", async () => {
+  const r = await call("exec_command", { cmd: "cat", tty: true, yield_time_ms: 250 });
+  const id = r.structuredContent.sessionId;
+  const w = await call("write_stdin", { session_id: id, chars: "hello\n", yield_time_ms: 500 });
+  assert.match(w.structuredContent.output, /hello\r?\n.*hello/s);
+  const d = await call("write_stdin", { session_id: id, chars: "\u0004", yield_time_ms: 2000 });
+  assert.equal(d.structuredContent.exitCode, 0);
+});
+
+test("a write outside the workspace fails inside the sandbox", async () => {
+  const probe = "/etc/corral-mcp-probe";
+  const r = await call("exec_command", { cmd: `touch ${probe}` });
+  assert.notEqual(r.structuredContent.exitCode, 0);
+  assert.match(r.structuredContent.output, /Read-only file system/);
+  assert.equal(existsSync(probe), false);
+  const w = await call("exec_command", { cmd: "echo ok > inside.txt && cat inside.txt" });
+  assert.equal(w.structuredContent.output, "ok\n");
+  assert.ok(existsSync(join(ws, "inside.txt")));
+});
+
+test("a sandbox denial is structured, not text", async () => {
+  const r = await call("exec_command", { cmd: "mkdir .agents; sleep 5" });
+  const o = r.structuredContent.outcome;
+  assert.equal(o.state, "denied");
+  assert.equal(o.denial.capability.kind, "protected_metadata");
+  assert.equal(o.denial.capability.scope, join(ws, ".agents"));
+  assert.equal(existsSync(join(ws, ".agents")), false);
+});
+
+test("output over the budget keeps head and tail", async () => {
+  const r = await call("exec_command", { cmd: "seq 1 100000", max_output_tokens: 100 });
+  const out = r.structuredContent.output;
+  assert.match(out, /^1\n2\n3\n/);
+  assert.match(out, /99999\n100000\n$/);
+  assert.match(out, /\[corral\] output truncated/);
+  assert.ok(out.length < 400 + 60, `output is ${out.length} long`);
+});
+
+test("binary output stays valid JSON", async () => {
+  const r = await call("exec_command", { cmd: "head -c 4000 /dev/urandom; echo; echo end" });
+  assert.match(r.structuredContent.output, /\uFFFD/);
+  assert.match(r.structuredContent.output, /end\n$/);
+});
+
+test("workdir outside every root is refused; an unknown session is named", async () => {
+  const r = await call("exec_command", { cmd: "pwd", workdir: "/etc" });
+  assert.equal(r.isError, true);
+  assert.match(r.content[0].text, /outside every workspace root/);
+  const u = await call("write_stdin", { session_id: 987654 });
+  assert.equal(u.isError, true);
+  assert.match(u.content[0].text, /987654/);
+});
+
+test("a cancelled call leaves its session running", async () => {
+  const ac = new AbortController();
+  const pending = call("exec_command", { cmd: "exec sleep 3055", yield_time_ms: 30000 }, {
+    signal: ac.signal,
+  });
+  setTimeout(() => ac.abort(), 300);
+  await assert.rejects(pending);
+  const l = await call("list_sessions", {});
+  const s = l.structuredContent.sessions.find((x) => x.command.includes("sleep 3055"));
+  assert.ok(s, "the session is still there");
+  assert.equal(s.status, "running");
+  const st = await call("stop_session", { session_id: s.sessionId });
+  assert.equal(st.isError, false);
+  assert.equal(alive("^sleep 3055$"), false);
+});
+
+test("malformed lines get JSON-RPC errors and the server keeps serving", async () => {
+  const child = spawn(CORRAL, ["mcp", "--workspace", ws], { cwd: ws });
+  const lines = [];
+  let buf = "";
+  child.stdout.on("data", (d) => {
+    buf += d;
+    let k;
+    while ((k = buf.indexOf("\n")) >= 0) {
+      lines.push(JSON.parse(buf.slice(0, k))); // every line must be JSON
+      buf = buf.slice(k + 1);
+    }
+  });
+  const send = (s) => child.stdin.write(s + "\n");
+  send("{not json");
+  send('{"jsonrpc":"2.0","id":1}');
+  send('{"jsonrpc":"2.0","id":2,"method":"no/such"}');
+  send('{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"exec_command","arguments":{}}}');
+  send('{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"write_stdin","arguments":{"session_id":-1}}}');
+  send('{"jsonrpc":"2.0","id":5,"method":"ping"}');
+  send('{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"exec_command","arguments":{"cmd":"exec sleep 3066","yield_time_ms":250}}}');
+  await new Promise((r) => setTimeout(r, 1000));
+  child.stdin.end(); // EOF: every session stopped, exit 0
+  const code = await new Promise((r) => child.on("exit", r));
+  assert.equal(code, 0);
+  const byId = Object.fromEntries(lines.map((l) => [l.id, l]));
+  assert.equal(lines.find((l) => l.id === null && l.error.code === -32700) !== undefined, true);
+  assert.equal(byId[1].error.code, -32600);
+  assert.equal(byId[2].error.code, -32601);
+  assert.equal(byId[3].error.code, -32602);
+  assert.equal(byId[4].error.code, -32602);
+  assert.deepEqual(byId[5].result, {});
+  assert.ok(byId[6].result.structuredContent.sessionId);
+  assert.equal(alive("^sleep 3066$"), false);
+});
