@@ -436,6 +436,33 @@ CORRAL_EXTERN int corral_session_stop(corral_sessions *m, long id, corral_error 
  * frees) gets the ids that were stopped, sorted. */
 CORRAL_EXTERN int corral_sessions_stop_all(corral_sessions *m, long **ids, size_t *n);
 
+
+/* ------------------------------------------------- streaming execution */
+
+/* A command whose stdin, stdout and stderr are the caller's own
+ * descriptors (no capture, no bound, no buffering): stdio servers, language
+ * servers, shells.  Start it, wait for it (or poll its fd), forward
+ * signals, then finish it to get the outcome. */
+typedef struct corral_exec corral_exec;
+
+typedef struct corral_exec_options {
+  const corral_request *request; /* not owned; copied */
+  corral_adapter *adapter;       /* not owned; must outlive the exec; NULL: never runs */
+  int stdio[3];                  /* not owned: the program's 0, 1, 2 */
+  bool tty;                      /* stdio[0] is a terminal: make it the controlling one */
+} corral_exec_options;
+
+/* Returns 0 and a handle even when the sandbox could not be set up (then
+ * finish says so); a negative code only for unusable arguments. */
+CORRAL_EXTERN int corral_exec_start(const corral_exec_options *o, corral_exec **out,
+                                    corral_error *err);
+/* Readable when the program has ended (or never started). */
+CORRAL_EXTERN int corral_exec_fd(const corral_exec *e);
+/* Sends SIGINT, SIGTERM, SIGHUP or SIGQUIT to the program (through its init). */
+CORRAL_EXTERN int corral_exec_signal(corral_exec *e, int sig);
+/* Waits for the end, fills the outcome, frees the handle. */
+CORRAL_EXTERN int corral_exec_finish(corral_exec *e, corral_outcome *out);
+
 /* ------------------------------------------------- change observer */
 
 /* A fingerprint of a workspace root: every file, directory and symlink

@@ -634,6 +634,7 @@ static void send_signal(const launch_child *child, int sig) {
 }
 
 void launch_terminate(const launch_child *child) { send_signal(child, SIGUSR1); }
+void launch_signal(const launch_child *child, int sig) { send_signal(child, sig); }
 static pid_t deferred[64];
 static size_t ndeferred;
 

@@ -135,6 +135,9 @@ int launch_start(const launch_plan *plan, int stdin_fd, int stdout_fd, int stder
 /* Asks init to end the whole tree: SIGTERM to every process, a grace period,
  * then SIGKILL.  Safe after init has exited (the pidfd says ESRCH). */
 void launch_terminate(const launch_child *child);
+/* Sends one of SIGINT, SIGTERM, SIGHUP, SIGQUIT to init, which forwards
+ * it to the command. */
+void launch_signal(const launch_child *child, int sig);
 /* Last resort when init does not answer: SIGKILL init itself. */
 void launch_kill(const launch_child *child);
 

@@ -10,5 +10,6 @@ int cmd_run(int argc, char **argv);
 int cmd_policy(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_mcp(int argc, char **argv);
+int cmd_exec(int argc, char **argv);
 
 #endif

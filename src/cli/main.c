@@ -13,6 +13,7 @@ struct subcommand {
 
 static const struct subcommand subcommands[] = {
     {"run", cmd_run, "run one command in the sandbox and capture its output"},
+    {"exec", cmd_exec, "run one command in the sandbox, connected live to this terminal"},
     {"policy", cmd_policy, "print the effective permission profile as JSON"},
     {"mcp", cmd_mcp, "serve exec_command and write_stdin to MCP clients on stdio"},
     {"doctor", cmd_doctor, "report what this kernel can enforce"},

@@ -1,0 +1,90 @@
+# corral exec: live stdio, binary safety, a PTY for terminals, signals and
+# the caller's terminal modes restored on every way out.
+. "$(dirname "$0")/../lib.sh"
+ws=$(mktemp -d "$HOME/corral-exec-XXXXXX")
+trap 'rm -rf "$ws"' EXIT
+cd "$ws"
+
+t "a line-by-line echo server answers each line before the next is sent"
+out=$(python3 - "$CORRAL" <<'PY'
+import subprocess, sys, select
+p = subprocess.Popen([sys.argv[1], "exec", "--", "python3", "-u", "-c",
+    "import sys\nfor l in sys.stdin: print('echo:' + l.strip(), flush=True)"],
+    stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
+ok = 0
+for i in range(5):
+    p.stdin.write(b"line%d\n" % i)
+    r, _, _ = select.select([p.stdout], [], [], 5)
+    if r and p.stdout.readline() == b"echo:line%d\n" % i:
+        ok += 1
+p.stdin.close(); p.wait()
+print(ok, p.returncode)
+PY
+)
+expect_eq "5 0" "$out"
+
+t "10 MiB of binary data round-trips unchanged"
+head -c 10485760 /dev/urandom > in.bin
+"$CORRAL" exec -- cat < in.bin > out.bin
+expect_eq 0 $?
+cmp -s in.bin out.bin && pass || fail "binary data changed"
+
+t "exit status after a signal is 128+N"
+"$CORRAL" exec -- sh -c 'kill -TERM $$'; expect_eq 143 $?
+"$CORRAL" exec -- sh -c 'exit 7'; expect_eq 7 $?
+"$CORRAL" exec -- corral-no-such-program 2>/dev/null; expect_eq 127 $?
+
+t "a write outside the workspace fails as under run"
+"$CORRAL" exec -- sh -c 'echo x > /etc/corral-exec-probe' 2>/dev/null && fail "write succeeded" || pass
+expect_absent /etc/corral-exec-probe
+
+t "--report holds a valid outcome"
+"$CORRAL" exec --report "$ws/report.json" -- sh -c 'exit 4'
+expect_eq 4 $?
+expect_eq application_failure "$(json_get kind < "$ws/report.json")"
+expect_eq 4 "$(json_get exit.code < "$ws/report.json")"
+expect_eq linux "$(json_get enforcement.backend < "$ws/report.json")"
+
+t "bash -i under a PTY: job control works, the terminal is restored"
+out=$(python3 - "$CORRAL" <<'PY'
+import os, sys, termios, subprocess, time, select
+master, slave = os.openpty()
+before = termios.tcgetattr(slave)
+def run(args, script, sig=None):
+    p = subprocess.Popen(args, stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
+                         preexec_fn=lambda: __import__("fcntl").ioctl(0, termios.TIOCSCTTY, 0))
+    buf = b""
+    for line, wait_for in script:
+        if line is not None:
+            os.write(master, line)
+        end = time.time() + 10
+        while wait_for and wait_for not in buf and time.time() < end:
+            r, _, _ = select.select([master], [], [], 0.2)
+            if r:
+                buf += os.read(master, 65536)
+    if sig:
+        time.sleep(0.3)
+        p.send_signal(sig)
+    p.wait(timeout=10)
+    # drain
+    while select.select([master], [], [], 0.2)[0]:
+        try:
+            buf += os.read(master, 65536)
+        except OSError:
+            break
+    return p.returncode, buf
+rc, buf = run([sys.argv[1], "exec", "--", "bash", "--norc", "--noprofile", "-i"], [
+    (None, b"bash-"),
+    (b"sleep 0.5 &\n", b"[1]"),
+    (b"fg\n", b"sleep 0.5"),
+    (b"echo fg-done:$?\n", b"fg-done:0"),
+    (b"exit\n", None)])
+same1 = termios.tcgetattr(slave) == before
+rc2, _ = run([sys.argv[1], "exec", "--", "sleep", "30"], [], sig=15)
+same2 = termios.tcgetattr(slave) == before
+print(rc, b"fg-done:0" in buf, same1, rc2, same2)
+PY
+)
+expect_eq "0 True True 143 True" "$out"
+
+finish
