@@ -16,4 +16,5 @@ ensure_packages() {
 }
 
 BUILD_PACKAGES=(gcc libc6-dev meson ninja-build pkg-config libseccomp-dev libjansson-dev)
-TEST_PACKAGES=(libcmocka-dev python3 iproute2 util-linux procps psmisc)
+TEST_PACKAGES=(libcmocka-dev python3 iproute2 util-linux procps psmisc git valgrind clang
+  libclang-rt-14-dev bubblewrap)

@@ -212,15 +212,21 @@ int corral_policy_load_file(corral_policy *p, const char *path, corral_error *er
     free(buf);
     return error_set(err, -EIO, EIO, "policy file `%s`: read error", path);
   }
-  json_t *root;
-  int r = json_parse_document(buf, len, &root, "parsing", err);
+  int r = policy_load_buffer(p, buf, len, path, err);
   free(buf);
+  return r;
+}
+
+int policy_load_buffer(corral_policy *p, const char *data, size_t len, const char *name,
+                       corral_error *err) {
+  json_t *root;
+  int r = json_parse_document(data, len, &root, "parsing", err);
   if (r == 0) {
     r = decode_policy(root, p, err);
     json_decref(root);
   }
   if (r < 0)
-    return error_prefix(err, "policy file `%s`", path);
+    return error_prefix(err, "policy file `%s`", name);
   return 0;
 }
 

@@ -42,6 +42,9 @@ struct profile {
 };
 
 corral_policy *policy_copy(const corral_policy *p);
+/* The policy file's JSON from memory; `name` is used in messages. */
+int policy_load_buffer(corral_policy *p, const char *data, size_t len, const char *name,
+                       corral_error *err);
 int profile_resolve(const corral_policy *p, char *const *roots, size_t nroots,
                     struct profile *out, corral_error *err);
 void profile_free(struct profile *pr);

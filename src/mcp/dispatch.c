@@ -93,7 +93,7 @@ static void tool_error(struct mcp_server *s, json_t *id, const char *fmt, ...) {
 static json_t *tools_list(void) {
   json_t *outcome_schema = json_pack("{s:s}", "type", "object");
   json_t *result_schema = json_pack(
-      "{s:s,s:{s:{s:[s,s]},s:{s:s},s:{s:[s,s]},s:{s:s},s:{s:s},s:O},s:[s,s,s]}", "type",
+      "{s:s,s:{s:{s:[s,s]},s:{s:s},s:{s:[s,s]},s:{s:s},s:{s:s},s:o},s:[s,s,s]}", "type",
       "object", "properties", "sessionId", "type", "integer", "null", "wallTimeSeconds", "type",
       "number", "exitCode", "type", "integer", "null", "output", "type", "string",
       "outputDropped", "type", "boolean", "outcome", outcome_schema, "required", "wallTimeSeconds",
