@@ -15,6 +15,6 @@ ensure_packages() {
   apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
-BUILD_PACKAGES=(gcc libc6-dev meson ninja-build pkg-config libseccomp-dev libjansson-dev)
+BUILD_PACKAGES=(gcc libc6-dev meson ninja-build pkg-config libseccomp-dev libjansson-dev scdoc)
 TEST_PACKAGES=(libcmocka-dev python3 iproute2 util-linux procps psmisc git valgrind clang
-  libclang-rt-14-dev bubblewrap)
+  libclang-rt-14-dev bubblewrap man-db)

@@ -130,7 +130,9 @@ int cmd_mcp(int argc, char **argv) {
   int ep = epoll_create1(EPOLL_CLOEXEC);
   struct epoll_event ev = {.events = EPOLLIN};
   ev.data.u32 = 1;
-  epoll_ctl(ep, EPOLL_CTL_ADD, STDIN_FILENO, &ev);
+  /* A regular file or /dev/null as stdin cannot be polled (EPERM), but is
+   * always ready: read it on every turn instead. */
+  bool stdin_always_ready = epoll_ctl(ep, EPOLL_CTL_ADD, STDIN_FILENO, &ev) < 0;
   ev.data.u32 = 2;
   epoll_ctl(ep, EPOLL_CTL_ADD, corral_sessions_fd(server.sessions), &ev);
   ev.data.u32 = 3;
@@ -142,8 +144,12 @@ int cmd_mcp(int argc, char **argv) {
   while (!eof && !stdout_broken && buf) {
     int t1 = mcp_timeout(&server), t2 = corral_sessions_timeout(server.sessions);
     int timeout = t1 < 0 ? t2 : t2 < 0 ? t1 : (t1 < t2 ? t1 : t2);
-    struct epoll_event evs[4];
-    int n = epoll_wait(ep, evs, 4, timeout);
+    struct epoll_event evs[5];
+    int n = epoll_wait(ep, evs, 4, stdin_always_ready ? 0 : timeout);
+    if (n < 0)
+      n = 0;
+    if (stdin_always_ready)
+      evs[n++] = (struct epoll_event){.events = EPOLLIN, .data.u32 = 1};
     for (int i = 0; i < n; i++) {
       if (evs[i].data.u32 == 3) {
         eof = true; /* a signal: shut down like on EOF */

@@ -1,0 +1,61 @@
+# `meson install` into a temporary prefix; then the examples build against
+# the installed library through pkg-config and run; the man pages render;
+# the example policies parse.
+. "$(dirname "$0")/../lib.sh"
+: "${SOURCE_ROOT:?}"
+tmp=$(mktemp -d /var/tmp/corral-install-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+t "meson install into a temporary prefix"
+meson setup "$tmp/build" "$SOURCE_ROOT" --prefix "$tmp/prefix" --buildtype=release \
+  -Dtests=disabled >/dev/null && ninja -C "$tmp/build" >/dev/null && \
+  meson install -C "$tmp/build" --quiet >/dev/null
+expect_eq 0 $? "install"
+p="$tmp/prefix"
+for f in bin/corral include/corral.h share/man/man1/corral.1 share/man/man5/corral-policy.5 \
+         share/man/man7/corral-mcp.7 share/bash-completion/completions/corral; do
+  [ -e "$p/$f" ] && pass || fail "$f not installed"
+done
+[ -n "$(find "$p" -name 'libcorral.so*')" ] && pass || fail "no shared library"
+[ -n "$(find "$p" -name libcorral.a)" ] && pass || fail "no static library"
+pcdir=$(dirname "$(find "$p" -name corral.pc | head -1)")
+[ -n "$pcdir" ] && pass || fail "no corral.pc"
+export PKG_CONFIG_PATH=$pcdir
+libdir=$(pkg-config --variable=libdir corral)
+
+t "the exported symbols are corral_* only"
+bad=$(nm -D --defined-only "$libdir/libcorral.so" | awk '$2 ~ /[TDBR]/ {print $3}' | grep -v '^corral_' | head -3)
+expect_eq "" "$bad"
+
+t "the examples build against the installed library and run"
+cd "$tmp"
+for ex in run sessions; do
+  cc -Wall -Wextra -Werror -o "$tmp/$ex" "$SOURCE_ROOT/examples/$ex.c" \
+    $(pkg-config --cflags --libs corral) -Wl,-rpath,"$libdir"
+  expect_eq 0 $? "build examples/$ex.c"
+done
+out=$("$tmp/run" sh -c 'echo from-the-example; echo x > made.txt')
+expect_eq 0 $? "examples/run"
+expect_contains "$out" from-the-example
+expect_contains "$out" '"backend":"linux"'
+expect_contains "$out" '"path":"made.txt"'
+out=$("$tmp/sessions")
+expect_eq 0 $? "examples/sessions"
+expect_contains "$out" echoed
+cc -o "$tmp/static" "$SOURCE_ROOT/examples/run.c" -I"$p/include" "$libdir/libcorral.a" \
+  $(pkg-config --libs jansson libseccomp) -lpthread -lm
+expect_eq 0 $? "static link"
+
+t "the example policies parse"
+for pol in "$SOURCE_ROOT"/examples/policy-*.json; do
+  "$p/bin/corral" policy --policy "$pol" >/dev/null
+  expect_eq 0 $? "$(basename "$pol")"
+done
+python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$SOURCE_ROOT/examples/mcp-client-config.json"
+expect_eq 0 $? "mcp-client-config.json"
+
+t "man -l renders every page without warnings"
+for page in "$p"/share/man/man*/*; do
+  warn=$(MANWIDTH=80 man --warnings -l "$page" 2>&1 >/dev/null)
+  expect_eq "" "$warn" "$(basename "$page")"
+done
+finish
