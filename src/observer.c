@@ -142,12 +142,40 @@ static long count_children(int dirfd_) {
   return n;
 }
 
-static bool hash_file(int dirfd_, const char *name, off_t size, unsigned char out[32]) {
-  /* `name` may have several components: none of them may be a symlink,
-   * nor lead out of the directory (invariant 1). */
+/* Opens `path` below dirfd_ following no symlink in any component and never
+ * leaving the directory (invariant 1): openat2 where the kernel has it, a
+ * component-by-component walk with O_NOFOLLOW elsewhere. */
+static int open_beneath(int dirfd_, const char *path) {
   struct open_how how = {.flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK,
                          .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH};
-  int fd = (int)syscall(SYS_openat2, dirfd_, name, &how, sizeof how);
+  int fd = (int)syscall(SYS_openat2, dirfd_, path, &how, sizeof how);
+  if (fd >= 0 || errno != ENOSYS)
+    return fd;
+  char buf[4096];
+  snprintf(buf, sizeof buf, "%s", path);
+  int cur = dirfd_;
+  char *save, *part = strtok_r(buf, "/", &save);
+  while (part) {
+    char *next = strtok_r(NULL, "/", &save);
+    if (strcmp(part, "..") == 0 || strcmp(part, ".") == 0) {
+      fd = -1;
+      errno = EXDEV;
+    } else {
+      fd = openat(cur, part,
+                  (next ? O_DIRECTORY | O_PATH : O_RDONLY | O_NONBLOCK) | O_NOFOLLOW | O_CLOEXEC);
+    }
+    if (cur != dirfd_)
+      close(cur);
+    if (fd < 0 || !next)
+      return fd;
+    cur = fd;
+    part = next;
+  }
+  return -1;
+}
+
+static bool hash_file(int dirfd_, const char *name, off_t size, unsigned char out[32]) {
+  int fd = open_beneath(dirfd_, name);
   if (fd < 0)
     return false;
   char *buf = malloc(size > 0 ? (size_t)size : 1);
