@@ -145,12 +145,18 @@ static long count_children(int dirfd_) {
 /* Opens `path` below dirfd_ following no symlink in any component and never
  * leaving the directory (invariant 1): openat2 where the kernel has it, a
  * component-by-component walk with O_NOFOLLOW elsewhere. */
+static atomic_bool no_openat2;
+
 static int open_beneath(int dirfd_, const char *path) {
-  struct open_how how = {.flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK,
-                         .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH};
-  int fd = (int)syscall(SYS_openat2, dirfd_, path, &how, sizeof how);
-  if (fd >= 0 || errno != ENOSYS)
-    return fd;
+  int fd;
+  if (!atomic_load(&no_openat2)) {
+    struct open_how how = {.flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK,
+                           .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH};
+    fd = (int)syscall(SYS_openat2, dirfd_, path, &how, sizeof how);
+    if (fd >= 0 || errno != ENOSYS)
+      return fd;
+    atomic_store(&no_openat2, true);
+  }
   char buf[4096];
   snprintf(buf, sizeof buf, "%s", path);
   int cur = dirfd_;
