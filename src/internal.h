@@ -10,7 +10,10 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <sys/types.h>
+#include <time.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -53,6 +56,23 @@ int error_sys(corral_error *err, const char *fmt, ...) __attribute__((format(pri
  * `return error_prefix(err, "...")`. */
 int error_prefix(corral_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void error_clear(corral_error *err);
+
+/* Milliseconds on the monotonic clock (deadlines) and the real one (for
+ * people).  Async-signal-safe. */
+static inline int64_t mono_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+static inline int64_t real_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* fsutil.c: mkdir -p with `mode` for the last component (0755 above it).
+ * Allocates nothing, so init may use it. */
+int mkdir_p(const char *path, mode_t mode);
 
 /* strv.c: NULL-terminated string vectors. */
 char **strv_copy(const char *const *v, size_t n); /* NULL on ENOMEM; n entries + NULL */

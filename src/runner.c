@@ -53,12 +53,6 @@ struct capture {
   bool truncated;
 };
 
-static int64_t now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Reads what is available; returns false at EOF or on a hard error. */
 static bool capture_read(struct capture *c, int devnull) {
   for (;;) {
@@ -199,7 +193,7 @@ static int supervise(const corral_run_options *o, launch_plan *plan, struct loop
   f->adapter_owns_launch = plan->adapter_owns_launch;
   f->process_id = child.pid;
 
-  int64_t deadline = o->timeout_ms > 0 ? now_ms() + o->timeout_ms : -1;
+  int64_t deadline = o->timeout_ms > 0 ? mono_ms() + o->timeout_ms : -1;
   int64_t escalate_at = -1, drain_until = -1;
   bool out_open = true, err_open = true, ending = false;
   int cfd = cancel_fd(o->cancel);
@@ -223,7 +217,7 @@ static int supervise(const corral_run_options *o, launch_plan *plan, struct loop
     if (cfd >= 0 && !ending)
       p[i_can = n++] = (struct pollfd){.fd = cfd, .events = POLLIN};
 
-    int64_t now = now_ms(), wake = -1;
+    int64_t now = mono_ms(), wake = -1;
     if (!ending && deadline >= 0)
       wake = deadline;
     if (escalate_at >= 0 && !f->init_reaped)
@@ -238,7 +232,7 @@ static int supervise(const corral_run_options *o, launch_plan *plan, struct loop
       waitpid(child.pid, NULL, 0);
       break;
     }
-    now = now_ms();
+    now = mono_ms();
     if (i_out >= 0 && p[i_out].revents)
       out_open = capture_read(&l->out, devnull);
     if (i_err >= 0 && p[i_err].revents)

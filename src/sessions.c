@@ -96,18 +96,6 @@ struct corral_sessions {
 
 void sessions_set_retention(corral_sessions *m, int64_t ms) { m->retain_ms = ms; }
 
-static int64_t mono_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t real_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int64_t clamp(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
 
 /* ------------------------------------------------------------ output */
@@ -420,6 +408,10 @@ static void pump(corral_sessions *m, struct session *s, int64_t deadline, corral
     unwatch(m, cfd);
 }
 
+/* Ends a session's tree (SIGTERM, grace, SIGKILL through its pidfd) and
+ * waits for it; a finished session is left as it is (invariant 1). */
+static void interrupt_session(corral_sessions *m, struct session *s);
+
 /* Keeps the loop going until the pending input is written, the process
  * ends, or the write's own bound passes. */
 static void pump_until_written(corral_sessions *m, struct session *s) {
@@ -436,6 +428,15 @@ static void finish_ending(corral_sessions *m, struct session *s) {
     s->facts.init_killed = true;
     conclude(m, s);
   }
+}
+
+static void interrupt_session(corral_sessions *m, struct session *s) {
+  if (s->finished)
+    return;
+  s->interrupted = true;
+  s->facts.cancelled = true;
+  begin_ending(s);
+  finish_ending(m, s);
 }
 
 /* ------------------------------------------------------------ results */
@@ -725,13 +726,8 @@ int corral_session_start(corral_sessions *m, const corral_session_options *o,
   bool cancelled = false;
   int64_t yield = clamp(o->yield_ms, 0, FIRST_YIELD_MAX_MS);
   pump(m, s, mono_ms() + yield, o->cancel, &cancelled, false);
-  if (cancelled && !s->finished) {
-    /* The caller gave up: end the process, keep what it printed. */
-    s->interrupted = true;
-    s->facts.cancelled = true;
-    begin_ending(s);
-    finish_ending(m, s);
-  }
+  if (cancelled) /* the caller gave up: end the process, keep what it printed */
+    interrupt_session(m, s);
   fill_result(m, s, res);
   return 0;
 }
@@ -754,12 +750,7 @@ int corral_session_continue(corral_sessions *m, long id, const void *input, size
   s->last_used_ms = real_ms();
   s->last_used_mono = mono_ms();
   if (interrupt) {
-    if (!s->finished) {
-      s->interrupted = true;
-      s->facts.cancelled = true;
-      begin_ending(s);
-      finish_ending(m, s);
-    }
+    interrupt_session(m, s);
     fill_result(m, s, res);
     return 0;
   }
@@ -839,12 +830,7 @@ int corral_session_stop(corral_sessions *m, long id, corral_error *err) {
   struct session *s = find(m, id);
   if (!s)
     return unknown(m, id, err);
-  if (!s->finished) {
-    s->interrupted = true;
-    s->facts.cancelled = true;
-    begin_ending(s); /* invariant 1: a reaped init is never signalled */
-    finish_ending(m, s);
-  }
+  interrupt_session(m, s);
   remove_session(m, s);
   return 0;
 }

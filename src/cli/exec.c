@@ -188,28 +188,18 @@ int cmd_exec(int argc, char **argv) {
     fprintf(stderr, "corral exec: no command given\nTry `corral exec --help`.\n");
     return EXIT_USAGE;
   }
-  char **roots;
-  size_t nroots;
-  char cwd[PATH_MAX];
-  if (policy_flags_roots(&args.pf, &roots, &nroots) < 0 || !getcwd(cwd, sizeof cwd))
-    return EXIT_USAGE;
-  corral_policy *policy = policy_flags_build(&args.pf, roots, nroots);
-  if (!policy)
-    return EXIT_USAGE;
-  char why[1200] = "";
-  corral_adapter *adapter = policy_flags_adapter(&args.pf, policy, why, sizeof why);
-  if (!adapter)
-    fprintf(stderr, "corral: %s\n", why);
-
+  struct cli_sandbox sb;
   corral_request req;
   corral_request_init(&req);
-  req.origin = CORRAL_ORIGIN_INTERACTIVE_COMMAND;
-  req.mode = CORRAL_MODE_INTERACTIVE;
-  corral_request_set_command(&req, argv[first], (const char *const *)argv + first + 1,
-                             (size_t)(argc - first - 1));
-  corral_request_set_working_directory(&req, cwd);
-  for (size_t i = 0; i < nroots; i++)
-    corral_request_add_workspace_root(&req, roots[i]);
+  int rc = cli_sandbox_open(&args.pf, true, &sb);
+  if (rc == 0 && cli_sandbox_request(&sb, CORRAL_MODE_INTERACTIVE, argc - first, argv + first,
+                                     &req) < 0)
+    rc = EXIT_SETUP;
+  if (rc) {
+    cli_sandbox_close(&sb, &args.pf);
+    corral_request_free(&req);
+    return rc;
+  }
 
   sigset_t mask;
   sigemptyset(&mask);
@@ -220,7 +210,7 @@ int cmd_exec(int argc, char **argv) {
   int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
   signal(SIGPIPE, SIG_IGN);
 
-  corral_exec_options o = {.request = &req, .adapter = adapter, .stdio = {0, 1, 2}};
+  corral_exec_options o = {.request = &req, .adapter = sb.adapter, .stdio = {0, 1, 2}};
   int master = -1, slave = -1;
   if (isatty(STDIN_FILENO) && open_pty(&master, &slave) == 0) {
     o.tty = true;
@@ -238,7 +228,6 @@ int cmd_exec(int argc, char **argv) {
   }
   corral_exec *e = NULL;
   corral_error err = {0};
-  int rc;
   if (corral_exec_start(&o, &e, &err) < 0) {
     restore_terminal();
     fprintf(stderr, "corral exec: %s\n", err.message);
@@ -254,11 +243,7 @@ int cmd_exec(int argc, char **argv) {
     corral_exec_finish(e, &out);
     restore_terminal();
     rc = corral_outcome_exit_code(&out);
-    if (out.kind != CORRAL_KIND_SUCCESS && out.kind != CORRAL_KIND_APPLICATION_FAILURE &&
-        out.message)
-      fprintf(stderr, "corral: %s\n", out.message);
-    else if (out.kind == CORRAL_KIND_APPLICATION_FAILURE && !out.launched && out.message)
-      fprintf(stderr, "corral: %s\n", out.message);
+    cli_report_outcome(&out);
     if (args.report) {
       char *json = corral_outcome_to_json(&out);
       FILE *f = fopen(args.report, "we");
@@ -274,12 +259,7 @@ int cmd_exec(int argc, char **argv) {
   if (master >= 0)
     close(master);
   corral_request_free(&req);
-  corral_adapter_free(adapter);
-  corral_policy_free(policy);
-  policy_flags_free(&args.pf);
-  for (size_t i = 0; i < nroots; i++)
-    free(roots[i]);
-  free(roots);
+  cli_sandbox_close(&sb, &args.pf);
   close(sfd);
   return rc;
 }

@@ -99,17 +99,14 @@ int cmd_mcp(int argc, char **argv) {
             argv[first]);
     return EXIT_USAGE;
   }
-  char **roots;
-  size_t nroots;
-  if (policy_flags_roots(&args.pf, &roots, &nroots) < 0)
-    return EXIT_USAGE;
-  corral_policy *policy = policy_flags_build(&args.pf, roots, nroots);
-  if (!policy)
-    return EXIT_USAGE;
-  char why[1200] = "";
-  corral_adapter *adapter = policy_flags_adapter(&args.pf, policy, why, sizeof why);
-  if (!adapter) /* fail closed: every exec_command reports sandbox_setup_failure */
-    fprintf(stderr, "corral mcp: %s\n", why);
+  /* Without an adapter the server still serves, failing closed: every
+   * exec_command reports sandbox_setup_failure. */
+  struct cli_sandbox sb;
+  int rc = cli_sandbox_open(&args.pf, true, &sb);
+  if (rc) {
+    cli_sandbox_close(&sb, &args.pf);
+    return rc;
+  }
 
   signal(SIGPIPE, SIG_IGN);
   sigset_t mask;
@@ -120,8 +117,7 @@ int cmd_mcp(int argc, char **argv) {
   fcntl(STDIN_FILENO, F_SETFL, fcntl(STDIN_FILENO, F_GETFL) | O_NONBLOCK);
 
   struct mcp_server server;
-  int rc = 0;
-  if (mcp_server_init(&server, adapter, roots, nroots, args.shell) < 0) {
+  if (mcp_server_init(&server, sb.adapter, sb.roots, sb.nroots, args.shell) < 0) {
     fprintf(stderr, "corral mcp: out of memory\n");
     rc = EXIT_SETUP;
     goto out;
@@ -212,12 +208,7 @@ int cmd_mcp(int argc, char **argv) {
   close(ep);
   mcp_server_close(&server); /* stops every session: no process is left */
 out:
-  corral_adapter_free(adapter);
-  corral_policy_free(policy);
-  policy_flags_free(&args.pf);
-  for (size_t i = 0; i < nroots; i++)
-    free(roots[i]);
-  free(roots);
+  cli_sandbox_close(&sb, &args.pf);
   close(sfd);
   return rc;
 }

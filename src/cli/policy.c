@@ -33,25 +33,20 @@ int cmd_policy(int argc, char **argv) {
     policy_flags_free(&pf);
     return EXIT_USAGE;
   }
-  char **roots;
-  size_t nroots;
-  int rc = EXIT_USAGE;
-  if (policy_flags_roots(&pf, &roots, &nroots) == 0) {
-    corral_policy *p = policy_flags_build(&pf, roots, nroots);
+  struct cli_sandbox sb;
+  int rc = cli_sandbox_open(&pf, false, &sb);
+  if (rc == 0) {
     corral_error err = {0};
-    char *json = p ? corral_policy_profile_json(p, (const char *const *)roots, nroots, &err) : NULL;
-    if (json) {
+    char *json = corral_policy_profile_json(sb.policy, (const char *const *)sb.roots, sb.nroots,
+                                            &err);
+    if (json)
       printf("%s\n", json);
-      rc = 0;
-    } else if (p) {
+    else {
       fprintf(stderr, "corral policy: %s\n", err.message);
+      rc = EXIT_USAGE;
     }
     free(json);
-    corral_policy_free(p);
-    for (size_t i = 0; i < nroots; i++)
-      free(roots[i]);
-    free(roots);
   }
-  policy_flags_free(&pf);
+  cli_sandbox_close(&sb, &pf);
   return rc;
 }

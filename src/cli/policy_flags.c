@@ -1,6 +1,8 @@
 /* policy_flags.c — policy flags shared by the subcommands that run things. */
 #include "policy_flags.h"
 
+#include "cli.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -178,4 +180,60 @@ corral_adapter *policy_flags_adapter(const struct policy_flags *pf, const corral
   if (!ad)
     snprintf(why, whylen, "no sandbox can be set up: %s", err.message);
   return ad;
+}
+
+int cli_sandbox_open(const struct policy_flags *pf, bool with_adapter, struct cli_sandbox *sb) {
+  memset(sb, 0, sizeof *sb);
+  if (policy_flags_roots(pf, &sb->roots, &sb->nroots) < 0)
+    return EXIT_USAGE;
+  sb->policy = policy_flags_build(pf, sb->roots, sb->nroots);
+  if (!sb->policy)
+    return EXIT_USAGE;
+  if (with_adapter) {
+    /* Fail closed: without an adapter nothing runs, and the outcome says why. */
+    char why[1200] = "";
+    sb->adapter = policy_flags_adapter(pf, sb->policy, why, sizeof why);
+    if (!sb->adapter)
+      fprintf(stderr, "corral: %s\n", why);
+  }
+  return 0;
+}
+
+int cli_sandbox_request(const struct cli_sandbox *sb, corral_mode mode, int argc, char **argv,
+                        corral_request *req) {
+  char cwd[PATH_MAX];
+  corral_request_init(req);
+  if (!getcwd(cwd, sizeof cwd)) {
+    fprintf(stderr, "corral: cannot determine the current directory: %s\n", strerror(errno));
+    return -1;
+  }
+  req->origin = CORRAL_ORIGIN_INTERACTIVE_COMMAND;
+  req->mode = mode;
+  int r = corral_request_set_command(req, argv[0], (const char *const *)argv + 1,
+                                     (size_t)argc - 1);
+  r = r < 0 ? r : corral_request_set_working_directory(req, cwd);
+  for (size_t i = 0; r >= 0 && i < sb->nroots; i++)
+    r = corral_request_add_workspace_root(req, sb->roots[i]);
+  if (r < 0) {
+    fprintf(stderr, "corral: out of memory\n");
+    return -1;
+  }
+  return 0;
+}
+
+void cli_sandbox_close(struct cli_sandbox *sb, struct policy_flags *pf) {
+  corral_adapter_free(sb->adapter);
+  corral_policy_free(sb->policy);
+  for (size_t i = 0; i < sb->nroots; i++)
+    free(sb->roots[i]);
+  free(sb->roots);
+  memset(sb, 0, sizeof *sb);
+  policy_flags_free(pf);
+}
+
+void cli_report_outcome(const corral_outcome *o) {
+  bool say = o->message && (o->kind != CORRAL_KIND_SUCCESS &&
+                            (o->kind != CORRAL_KIND_APPLICATION_FAILURE || !o->launched));
+  if (say)
+    fprintf(stderr, "corral: %s\n", o->message);
 }

@@ -74,4 +74,24 @@ int policy_flags_roots(const struct policy_flags *pf, char ***roots, size_t *nro
 corral_adapter *policy_flags_adapter(const struct policy_flags *pf, const corral_policy *policy,
                                      char *why, size_t whylen);
 
+/* What every subcommand that runs things sets up from the flags. */
+struct cli_sandbox {
+  char **roots; /* resolved workspace roots */
+  size_t nroots;
+  corral_policy *policy;
+  corral_adapter *adapter; /* NULL: none can be had (the reason was printed) */
+};
+
+/* Resolves the roots, builds the policy and, with `with_adapter`, the
+ * adapter.  Returns 0, or EXIT_USAGE after printing why. */
+int cli_sandbox_open(const struct policy_flags *pf, bool with_adapter, struct cli_sandbox *sb);
+/* A request for argv[0..argc) in the current directory with the roots.
+ * 0, or -1 after printing why. */
+int cli_sandbox_request(const struct cli_sandbox *sb, corral_mode mode, int argc, char **argv,
+                        corral_request *req);
+/* Frees the sandbox and the flags. */
+void cli_sandbox_close(struct cli_sandbox *sb, struct policy_flags *pf);
+/* Tells a person on stderr what the outcome's exit code alone does not say. */
+void cli_report_outcome(const corral_outcome *o);
+
 #endif

@@ -97,28 +97,6 @@ static void print_changes(const corral_outcome *o) {
     fprintf(stderr, "  ... and %zu more (use --json for all)\n", o->nchanges - 20);
 }
 
-static int build_request(corral_request *req, int argc, char **argv, char **roots,
-                         size_t nroots) {
-  char cwd[PATH_MAX];
-  if (!getcwd(cwd, sizeof cwd)) {
-    fprintf(stderr, "corral: cannot determine the current directory: %s\n", strerror(errno));
-    return -1;
-  }
-  corral_request_init(req);
-  req->origin = CORRAL_ORIGIN_INTERACTIVE_COMMAND;
-  req->mode = CORRAL_MODE_CAPTURED;
-  if (corral_request_set_command(req, argv[0], (const char *const *)argv + 1,
-                                 (size_t)argc - 1) < 0 ||
-      corral_request_set_working_directory(req, cwd) < 0) {
-    fprintf(stderr, "corral: out of memory\n");
-    return -1;
-  }
-  for (size_t i = 0; i < nroots; i++)
-    if (corral_request_add_workspace_root(req, roots[i]) < 0)
-      return -1;
-  return 0;
-}
-
 int cmd_run(int argc, char **argv) {
   struct run_args args = {0};
   int first = cli_parse("corral run", run_usage, run_options,
@@ -133,32 +111,18 @@ int cmd_run(int argc, char **argv) {
     return EXIT_USAGE;
   }
 
-  char **roots;
-  size_t nroots;
+  struct cli_sandbox sb;
   corral_request req;
   corral_request_init(&req);
-  if (policy_flags_roots(&args.pf, &roots, &nroots) < 0) {
-    policy_flags_free(&args.pf);
-    return EXIT_USAGE;
-  }
-  corral_policy *policy = policy_flags_build(&args.pf, roots, nroots);
-  if (!policy || build_request(&req, argc - first, argv + first, roots, nroots) < 0) {
-    for (size_t i = 0; i < nroots; i++)
-      free(roots[i]);
-    free(roots);
-    policy_flags_free(&args.pf);
+  int rc = cli_sandbox_open(&args.pf, true, &sb);
+  if (rc == 0 && cli_sandbox_request(&sb, CORRAL_MODE_CAPTURED, argc - first, argv + first,
+                                     &req) < 0)
+    rc = EXIT_SETUP;
+  if (rc) {
+    cli_sandbox_close(&sb, &args.pf);
     corral_request_free(&req);
-    return policy ? EXIT_SETUP : EXIT_USAGE;
+    return rc;
   }
-  for (size_t i = 0; i < nroots; i++)
-    free(roots[i]);
-  free(roots);
-
-  /* Fail closed: no adapter means the runner refuses, and says why. */
-  char why[1200] = "";
-  corral_adapter *adapter = policy_flags_adapter(&args.pf, policy, why, sizeof why);
-  if (!adapter)
-    fprintf(stderr, "corral: %s\n", why);
 
   cancel_token = corral_cancel_new();
   struct sigaction sa = {0};
@@ -171,7 +135,7 @@ int cmd_run(int argc, char **argv) {
   corral_run_options opts;
   corral_run_options_init(&opts);
   opts.request = &req;
-  opts.adapter = adapter;
+  opts.adapter = sb.adapter;
   opts.timeout_ms = args.timeout_ms;
   opts.cancel = cancel_token;
   if (args.changes)
@@ -183,7 +147,6 @@ int cmd_run(int argc, char **argv) {
 
   corral_result res;
   corral_error err = {0};
-  int rc;
   if (corral_run(&opts, &res, &err) < 0) {
     fprintf(stderr, "corral run: %s\n", err.message);
     rc = EXIT_USAGE;
@@ -207,18 +170,12 @@ int cmd_run(int argc, char **argv) {
       const corral_outcome *o = &res.outcome;
       if (args.changes)
         print_changes(o);
-      if (o->kind != CORRAL_KIND_SUCCESS && o->kind != CORRAL_KIND_APPLICATION_FAILURE &&
-          o->message)
-        fprintf(stderr, "corral: %s\n", o->message);
-      else if (o->kind == CORRAL_KIND_APPLICATION_FAILURE && !o->launched && o->message)
-        fprintf(stderr, "corral: %s\n", o->message);
+      cli_report_outcome(o);
     }
   }
   corral_result_free(&res);
   corral_request_free(&req);
-  corral_adapter_free(adapter);
-  corral_policy_free(policy);
-  policy_flags_free(&args.pf);
+  cli_sandbox_close(&sb, &args.pf);
   corral_cancel_free(cancel_token);
   return rc;
 }

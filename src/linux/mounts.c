@@ -62,20 +62,6 @@ static void in_root(char *buf, const char *path) {
 }
 
 /* mkdir -p inside a tmpfs of ours (the caller guarantees that). */
-static int mkdir_p(const char *path, mode_t mode) {
-  char buf[PATH_MAX];
-  snprintf(buf, sizeof buf, "%s", path);
-  for (char *p = buf + 1; *p; p++) {
-    if (*p != '/')
-      continue;
-    *p = '\0';
-    if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-      return -1;
-    *p = '/';
-  }
-  return mkdir(buf, mode) < 0 && errno != EEXIST ? -1 : 0;
-}
-
 /* A mount point of the same type as the source: a directory or a file. */
 static int make_mount_point(const char *target, bool dir) {
   struct stat st;

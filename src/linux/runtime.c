@@ -30,20 +30,6 @@
 #define RUNTIME_MAX_AGE (30L * 24 * 3600)
 #define RUNTIME_KEEP 64
 
-static int mkdir_parents(const char *path, mode_t mode) {
-  char buf[PATH_MAX];
-  snprintf(buf, sizeof buf, "%s", path);
-  for (char *p = buf + 1; *p; p++) {
-    if (*p != '/')
-      continue;
-    *p = '\0';
-    if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-      return -1;
-    *p = '/';
-  }
-  return mkdir(buf, mode) < 0 && errno != EEXIST ? -1 : 0;
-}
-
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
   (void)st, (void)flag, (void)ftw;
   remove(path);
@@ -127,7 +113,7 @@ int runtime_acquire(const char *workspace, const struct path_list *roots, struct
   for (size_t i = 0; usable && i < roots->n; i++)
     if (path_is_under(base, roots->v[i]))
       usable = false; /* never inside the workspace */
-  if (usable && mkdir_parents(base, 0700) < 0)
+  if (usable && mkdir_p(base, 0700) < 0)
     usable = false;
   if (usable) {
     sha256_hex(workspace, strlen(workspace), hex);

@@ -37,12 +37,6 @@ struct mcp_pending {
   bool dropped;
 };
 
-static int64_t mono_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* ------------------------------------------------------------ sending */
 
 static void send_json(struct mcp_server *s, json_t *msg) {
