@@ -454,3 +454,19 @@ json_t *outcome_to_json_value(const corral_outcome *out) {
 char *corral_outcome_to_json(const corral_outcome *out) {
   return json_dump_compact(outcome_to_json_value(out));
 }
+
+/* Deep copies through the codec: one definition of what a request and an
+ * outcome hold, so a copy can never miss a field. */
+int request_copy(const corral_request *src, corral_request *dst) {
+  char *text = json_dump_compact(request_to_json_value(src));
+  int r = text ? corral_request_from_json(text, strlen(text), dst, NULL) : -ENOMEM;
+  free(text);
+  return r;
+}
+
+int outcome_copy(const corral_outcome *src, corral_outcome *dst) {
+  char *text = json_dump_compact(outcome_to_json_value(src));
+  int r = text ? corral_outcome_from_json(text, strlen(text), dst, NULL) : -ENOMEM;
+  free(text);
+  return r;
+}

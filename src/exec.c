@@ -41,13 +41,10 @@ int corral_exec_start(const corral_exec_options *o, corral_exec **out, corral_er
   corral_exec *e = calloc(1, sizeof *e);
   if (!e)
     return error_set(err, -ENOMEM, ENOMEM, "out of memory");
-  char *text = json_dump_compact(request_to_json_value(o->request));
-  if (!text || corral_request_from_json(text, strlen(text), &e->req, NULL) < 0) {
-    free(text);
+  if (request_copy(o->request, &e->req) < 0) {
     free(e);
     return error_set(err, -ENOMEM, ENOMEM, "out of memory");
   }
-  free(text);
   e->adapter = o->adapter;
   e->child.pid = e->child.pidfd = e->child.report_fd = e->never_fd = -1;
   launch_reap_deferred();

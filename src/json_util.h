@@ -19,6 +19,9 @@ int json_get_int(json_t *obj, const char *key, const char *path, long *dst, bool
 
 json_t *request_to_json_value(const corral_request *req);
 json_t *outcome_to_json_value(const corral_outcome *out);
+/* Deep copies (through the codec); 0 or a negative code. */
+int request_copy(const corral_request *src, corral_request *dst);
+int outcome_copy(const corral_outcome *src, corral_outcome *dst);
 /* Serialises compactly and drops the reference; NULL on ENOMEM. */
 char *json_dump_compact(json_t *value);
 

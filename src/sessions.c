@@ -453,13 +453,6 @@ void corral_session_result_free(corral_session_result *r) {
 
 void corral_session_options_init(corral_session_options *o) { memset(o, 0, sizeof *o); }
 
-static int copy_outcome(const corral_outcome *src, corral_outcome *dst) {
-  json_t *j = outcome_to_json_value(src);
-  char *text = json_dump_compact(j);
-  int r = text ? corral_outcome_from_json(text, strlen(text), dst, NULL) : -ENOMEM;
-  free(text);
-  return r;
-}
 
 /* Fills a result from a session; a finished session is removed (its last
  * poll), a live one reports running. */
@@ -470,7 +463,7 @@ static void fill_result(corral_sessions *m, struct session *s, corral_session_re
   if (s->finished) {
     res->exited = true;
     res->session_id = 0;
-    copy_outcome(&s->outcome, &res->outcome);
+    outcome_copy(&s->outcome, &res->outcome);
     remove_session(m, s);
     return;
   }
@@ -481,7 +474,7 @@ static void fill_result(corral_sessions *m, struct session *s, corral_session_re
   res->outcome.launched = true;
   corral_outcome tmp;
   corral_outcome_init(&tmp);
-  if (copy_outcome(&s->outcome, &tmp) == 0) { /* the enforcement, prepared at start */
+  if (outcome_copy(&s->outcome, &tmp) == 0) { /* the enforcement, prepared at start */
     res->outcome.enforcement = tmp.enforcement;
     memset(&tmp.enforcement, 0, sizeof tmp.enforcement);
   }
@@ -608,13 +601,6 @@ static int open_pty(unsigned short rows, unsigned short cols, int *master, int *
   return 0;
 }
 
-static int copy_request(const corral_request *src, corral_request *dst) {
-  json_t *j = request_to_json_value(src);
-  char *text = json_dump_compact(j);
-  int r = text ? corral_request_from_json(text, strlen(text), dst, NULL) : -ENOMEM;
-  free(text);
-  return r;
-}
 
 /* Starts the process; on failure the session's outcome says why. */
 static void launch(corral_sessions *m, struct session *s, const corral_session_options *o) {
@@ -710,7 +696,7 @@ int corral_session_start(corral_sessions *m, const corral_session_options *o,
     return error_set(err, -EBUSY, EBUSY, "too many sessions (%d) and none can be evicted",
                      CORRAL_SESSIONS_MAX);
   struct session *s = calloc(1, sizeof *s);
-  if (!s || copy_request(o->request, &s->req) < 0 || !(s->command = command_line(o->request))) {
+  if (!s || request_copy(o->request, &s->req) < 0 || !(s->command = command_line(o->request))) {
     if (s)
       free_session(s);
     return error_set(err, -ENOMEM, ENOMEM, "out of memory");

@@ -190,16 +190,9 @@ int cmd_exec(int argc, char **argv) {
   }
   struct cli_sandbox sb;
   corral_request req;
-  corral_request_init(&req);
-  int rc = cli_sandbox_open(&args.pf, true, &sb);
-  if (rc == 0 && cli_sandbox_request(&sb, CORRAL_MODE_INTERACTIVE, argc - first, argv + first,
-                                     &req) < 0)
-    rc = EXIT_SETUP;
-  if (rc) {
-    cli_sandbox_close(&sb, &args.pf);
-    corral_request_free(&req);
+  int rc = cli_sandbox_prepare(&args.pf, CORRAL_MODE_INTERACTIVE, argc - first, argv + first, &sb, &req);
+  if (rc)
     return rc;
-  }
 
   sigset_t mask;
   sigemptyset(&mask);

@@ -221,6 +221,19 @@ int cli_sandbox_request(const struct cli_sandbox *sb, corral_mode mode, int argc
   return 0;
 }
 
+int cli_sandbox_prepare(struct policy_flags *pf, corral_mode mode, int argc, char **argv,
+                        struct cli_sandbox *sb, corral_request *req) {
+  corral_request_init(req);
+  int rc = cli_sandbox_open(pf, true, sb);
+  if (rc == 0 && cli_sandbox_request(sb, mode, argc, argv, req) < 0)
+    rc = EXIT_SETUP;
+  if (rc) {
+    cli_sandbox_close(sb, pf);
+    corral_request_free(req);
+  }
+  return rc;
+}
+
 void cli_sandbox_close(struct cli_sandbox *sb, struct policy_flags *pf) {
   corral_adapter_free(sb->adapter);
   corral_policy_free(sb->policy);

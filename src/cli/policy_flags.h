@@ -89,6 +89,10 @@ int cli_sandbox_open(const struct policy_flags *pf, bool with_adapter, struct cl
  * 0, or -1 after printing why. */
 int cli_sandbox_request(const struct cli_sandbox *sb, corral_mode mode, int argc, char **argv,
                         corral_request *req);
+/* Both of the above for a command line; on failure everything is freed and
+ * the exit code returned. */
+int cli_sandbox_prepare(struct policy_flags *pf, corral_mode mode, int argc, char **argv,
+                        struct cli_sandbox *sb, corral_request *req);
 /* Frees the sandbox and the flags. */
 void cli_sandbox_close(struct cli_sandbox *sb, struct policy_flags *pf);
 /* Tells a person on stderr what the outcome's exit code alone does not say. */

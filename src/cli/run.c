@@ -113,16 +113,9 @@ int cmd_run(int argc, char **argv) {
 
   struct cli_sandbox sb;
   corral_request req;
-  corral_request_init(&req);
-  int rc = cli_sandbox_open(&args.pf, true, &sb);
-  if (rc == 0 && cli_sandbox_request(&sb, CORRAL_MODE_CAPTURED, argc - first, argv + first,
-                                     &req) < 0)
-    rc = EXIT_SETUP;
-  if (rc) {
-    cli_sandbox_close(&sb, &args.pf);
-    corral_request_free(&req);
+  int rc = cli_sandbox_prepare(&args.pf, CORRAL_MODE_CAPTURED, argc - first, argv + first, &sb, &req);
+  if (rc)
     return rc;
-  }
 
   cancel_token = corral_cancel_new();
   struct sigaction sa = {0};
