@@ -10,6 +10,11 @@ int mkdir_p(const char *path, mode_t mode) {
     errno = ENAMETOOLONG;
     return -1;
   }
+  /* Usually the parents exist: one mkdir then. */
+  if (mkdir(buf, mode) == 0 || errno == EEXIST)
+    return 0;
+  if (errno != ENOENT)
+    return -1;
   for (char *p = buf + 1; *p; p++) {
     if (*p != '/')
       continue;

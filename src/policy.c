@@ -11,6 +11,7 @@
  */
 #include "policy.h"
 
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <sys/stat.h>
@@ -272,6 +273,25 @@ static void normalise(char *p) {
   *out = '\0';
 }
 
+/* realpath(3) costs an lstat and a readlink per component; the kernel
+ * resolves a path in one open(O_PATH), and /proc/self/fd says where it
+ * landed.  realpath stays the fallback where /proc is not there. */
+static bool resolve_existing(const char *path, char out[PATH_MAX]) {
+  int fd = open(path, O_PATH | O_CLOEXEC);
+  if (fd < 0)
+    return false;
+  char link[64];
+  snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+  ssize_t n = readlink(link, out, PATH_MAX - 1);
+  close(fd);
+  if (n > 0 && out[0] == '/' && (size_t)n < PATH_MAX - 1) {
+    out[n] = '\0';
+    if (!strstr(out, " (deleted)"))
+      return true;
+  }
+  return realpath(path, out) != NULL;
+}
+
 char *path_resolve(const char *path, corral_error *err) {
   char buf[PATH_MAX * 2];
   const char *home = getenv("HOME");
@@ -296,7 +316,7 @@ char *path_resolve(const char *path, corral_error *err) {
     return NULL;
   }
   char real[PATH_MAX];
-  if (realpath(buf, real))
+  if (resolve_existing(buf, real))
     return strdup(real);
   /* Not there (yet): resolve the longest existing parent, keep the rest. */
   normalise(buf);
@@ -304,7 +324,7 @@ char *path_resolve(const char *path, corral_error *err) {
   if (slash && slash != buf) {
     *slash = '\0';
     char rp[PATH_MAX];
-    if (realpath(buf, rp)) {
+    if (resolve_existing(buf, rp)) {
       size_t need = strlen(rp) + strlen(slash + 1) + 2;
       char *out = malloc(need);
       if (out)
