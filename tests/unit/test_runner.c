@@ -504,6 +504,35 @@ static void test_no_fd_leak(void **state) {
   corral_result_free(&res);
 }
 
+static void *idle_thread(void *arg) {
+  (void)arg;
+  pause();
+  return NULL;
+}
+
+/* unshare(CLONE_NEWUSER) is refused to a multithreaded process, clone is
+ * not: an embedding program with threads still gets the Linux sandbox. */
+static void test_linux_adapter_with_threads(void **state) {
+  reset(state);
+  pthread_t th;
+  pthread_create(&th, NULL, idle_thread, NULL);
+  corral_policy *p = corral_policy_new();
+  corral_error err = {0};
+  corral_adapter *ad = corral_adapter_new_linux(p, &err);
+  assert_non_null(ad);
+  corral_result res;
+  run_with(ad, "echo threads-ok; echo x > /etc/corral-thread-probe", 0, &res);
+  assert_string_equal(res.stdout_data, "threads-ok\n");
+  assert_string_equal(res.outcome.enforcement.backend, "linux");
+  assert_true(res.outcome.launched);
+  assert_int_equal(access("/etc/corral-thread-probe", F_OK), -1);
+  corral_result_free(&res);
+  corral_adapter_free(ad);
+  corral_policy_free(p);
+  pthread_cancel(th);
+  pthread_join(th, NULL);
+}
+
 int main(void) {
   signal(SIGPIPE, SIG_DFL);
   const struct CMUnitTest tests[] = {
@@ -525,6 +554,7 @@ int main(void) {
       cmocka_unit_test(test_result_json_binary),
       cmocka_unit_test(test_direct_adapter),
       cmocka_unit_test(test_no_fd_leak),
+      cmocka_unit_test(test_linux_adapter_with_threads),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
