@@ -36,6 +36,7 @@
 #include <sched.h>
 #include <linux/sched.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <sys/inotify.h>
 #include <sys/ioctl.h>
@@ -635,10 +636,13 @@ static void send_signal(const launch_child *child, int sig) {
 
 void launch_terminate(const launch_child *child) { send_signal(child, SIGUSR1); }
 void launch_signal(const launch_child *child, int sig) { send_signal(child, sig); }
+/* Inits that reported but had not finished exiting; shared by every
+ * runner, session manager and exec in the process, whatever thread. */
 static pid_t deferred[64];
 static size_t ndeferred;
+static pthread_mutex_t deferred_lock = PTHREAD_MUTEX_INITIALIZER;
 
-void launch_reap_deferred(void) {
+static void reap_deferred_locked(void) {
   for (size_t i = 0; i < ndeferred;) {
     pid_t r = waitpid(deferred[i], NULL, WNOHANG);
     if (r == deferred[i] || (r < 0 && errno == ECHILD))
@@ -648,12 +652,21 @@ void launch_reap_deferred(void) {
   }
 }
 
+void launch_reap_deferred(void) {
+  pthread_mutex_lock(&deferred_lock);
+  reap_deferred_locked();
+  pthread_mutex_unlock(&deferred_lock);
+}
+
 void launch_reap_later(pid_t pid) {
   if (waitpid(pid, NULL, WNOHANG) == pid)
     return;
-  launch_reap_deferred();
-  if (ndeferred < ARRAY_SIZE(deferred))
+  pthread_mutex_lock(&deferred_lock);
+  reap_deferred_locked();
+  bool kept = ndeferred < ARRAY_SIZE(deferred);
+  if (kept)
     deferred[ndeferred++] = pid;
-  else
+  pthread_mutex_unlock(&deferred_lock);
+  if (!kept)
     waitpid(pid, NULL, 0); /* never more than a bounded number of zombies */
 }void launch_kill(const launch_child *child) { send_signal(child, SIGKILL); }
