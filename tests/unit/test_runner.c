@@ -533,6 +533,46 @@ static void test_linux_adapter_with_threads(void **state) {
   pthread_join(th, NULL);
 }
 
+static void *run_ten(void *arg) {
+  corral_adapter *ad = arg;
+  long ok = 0;
+  for (int i = 0; i < 10; i++) {
+    corral_request req;
+    sh_request(&req, "echo $$");
+    corral_run_options o;
+    corral_run_options_init(&o);
+    o.request = &req;
+    o.adapter = ad;
+    corral_result res;
+    if (corral_run(&o, &res, NULL) == 0 && res.outcome.kind == CORRAL_KIND_SUCCESS &&
+        strcmp(res.stdout_data, "2\n") == 0) /* pid 2: its own pid namespace */
+      ok++;
+    corral_result_free(&res);
+    corral_request_free(&req);
+  }
+  return (void *)ok;
+}
+
+/* Runs from several threads at once share nothing they should not. */
+static void test_concurrent_runs(void **state) {
+  reset(state);
+  corral_policy *p = corral_policy_new();
+  corral_adapter *ad = corral_adapter_new_linux(p, NULL);
+  assert_non_null(ad);
+  pthread_t th[4];
+  for (int i = 0; i < 4; i++)
+    pthread_create(&th[i], NULL, run_ten, ad);
+  long total = 0;
+  for (int i = 0; i < 4; i++) {
+    void *ok;
+    pthread_join(th[i], &ok);
+    total += (long)ok;
+  }
+  assert_int_equal(total, 40);
+  corral_adapter_free(ad);
+  corral_policy_free(p);
+}
+
 int main(void) {
   signal(SIGPIPE, SIG_DFL);
   const struct CMUnitTest tests[] = {
@@ -555,6 +595,7 @@ int main(void) {
       cmocka_unit_test(test_direct_adapter),
       cmocka_unit_test(test_no_fd_leak),
       cmocka_unit_test(test_linux_adapter_with_threads),
+      cmocka_unit_test(test_concurrent_runs),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
