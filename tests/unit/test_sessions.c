@@ -209,7 +209,7 @@ static void test_floods_do_not_delay(void **state) {
     double t0 = now_s();
     cont(m, ids[round % 8], NULL, false, 100, &r);
     double spent = now_s() - t0;
-    if (spent > 0.35)
+    if (spent > 0.5) /* the yield, plus scheduling on a loaded 2-core machine */
       fail_msg("a 100 ms collect took %.0f ms", spent * 1000);
     assert_true(r.output_len > 0);
     corral_session_result_free(&r);
