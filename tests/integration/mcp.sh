@@ -58,4 +58,16 @@ t "sandboxed"
 expect_contains "$(get 8 result.structuredContent.output)" "Read-only file system"
 expect_absent /etc/corral-mcpsh
 
+t "SIGTERM stops every session and exits 0"
+fifo=$(mktemp -u); mkfifo "$fifo"
+"$CORRAL" mcp --workspace "$ws" < "$fifo" > "$ws/out.jsonl" & sp=$!
+exec 9>"$fifo"
+printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"exec_command","arguments":{"cmd":"exec sleep 3077","yield_time_ms":250}}}' >&9
+for _ in $(seq 100); do grep -q '"id":1' "$ws/out.jsonl" 2>/dev/null && break; sleep 0.05; done
+pgrep -f '^sleep 3077$' >/dev/null && pass || fail "the session did not start"
+kill -TERM $sp; wait $sp; rc=$?
+exec 9>&-; rm -f "$fifo"
+expect_eq 0 $rc "exit status after SIGTERM"
+pgrep -f '^sleep 3077$' >/dev/null && fail "a session survived" || pass
+
 finish
