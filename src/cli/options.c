@@ -9,12 +9,12 @@
 void cli_print_help(FILE *out, const char *usage, const struct cli_option *opts, size_t nopts) {
   fprintf(out, "%s\n\nOptions:\n", usage);
   for (size_t i = 0; i < nopts; i++) {
-    char left[64];
+    char left[80];
     snprintf(left, sizeof left, "--%s%s%s", opts[i].name, opts[i].arg ? " " : "",
              opts[i].arg ? opts[i].arg : "");
-    fprintf(out, "  %-28s %s\n", left, opts[i].help);
+    fprintf(out, "  %-30s %s\n", left, opts[i].help);
   }
-  fprintf(out, "  %-28s %s\n", "-h, --help", "show this help and exit");
+  fprintf(out, "  %-30s %s\n", "-h, --help", "show this help and exit");
 }
 
 int cli_parse(const char *prog, const char *usage, const struct cli_option *opts, size_t nopts,

@@ -30,13 +30,14 @@ enum {
    "policy file (default: $XDG_CONFIG_HOME/corral/policy.json, else built-in defaults)"},     \
       {"workspace", "DIR", PF_WORKSPACE,                                                      \
        "a workspace root, writable (repeatable; default: the current directory)"},            \
-      {"allow-write", "PATH", PF_ALLOW_WRITE, "also writable (repeatable)"},                  \
-      {"deny-write", "PATH", PF_DENY_WRITE, "read-only even inside a write root (repeatable)"}, \
+      {"allow-write", "PATH", PF_ALLOW_WRITE, "also writable (repeatable; default: none)"},                  \
+      {"deny-write", "PATH", PF_DENY_WRITE, "read-only even inside a write root (repeatable; default: none)"}, \
       {"deny-read", "PATH", PF_DENY_READ,                                                     \
-       "unreadable: a directory shows empty, a file cannot be read (repeatable)"},            \
-      {"allow-read", "PATH", PF_ALLOW_READ, "readable again inside a --deny-read (repeatable)"}, \
+       "unreadable: a directory shows empty, a file cannot be read (repeatable; default: "  \
+       "the secret stores)"},            \
+      {"allow-read", "PATH", PF_ALLOW_READ, "readable again inside a --deny-read or secret store (repeatable)"}, \
       {"read-root", "PATH", PF_READ_ROOT,                                                     \
-       "restrict reads to the platform roots, the write roots and these (repeatable)"},       \
+       "restrict reads to the platform roots, the write roots and these (default: all of /)"},       \
       {"network", "deny|allow", PF_NETWORK,                                                   \
        "network access (default: deny; loopback inside still works)"},                        \
       {"no-temp", NULL, PF_NO_TEMP, "do not make /tmp and $TMPDIR writable"},                  \
