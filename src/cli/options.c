@@ -2,7 +2,7 @@
 #include "options.h"
 
 #include <errno.h>
-#include <math.h>
+#include <math.h> /* isfinite, a macro: no libm needed */
 #include <stdlib.h>
 #include <string.h>
 
@@ -76,6 +76,7 @@ int cli_parse_seconds(const char *flag, const char *value, long long *ms) {
     fprintf(stderr, "corral: %s: `%s` is not a positive number of seconds\n", flag, value);
     return -1;
   }
-  *ms = (long long)ceil(s * 1000.0);
+  double whole = s * 1000.0;
+  *ms = (long long)whole + ((double)(long long)whole < whole); /* rounded up */
   return 0;
 }
