@@ -14,16 +14,7 @@
 
 #include "corral.h"
 
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
+#include "bench.h"
 
 static double git_status(const char *root) {
   double t0 = now_ms();
@@ -83,9 +74,9 @@ int main(int argc, char **argv) {
     if (r >= 0)
       g[r] = tg, b[r] = t1 - t0, a[r] = t3 - t2;
   }
-  qsort(g, (size_t)rounds, sizeof *g, cmp);
-  qsort(b, (size_t)rounds, sizeof *b, cmp);
-  qsort(a, (size_t)rounds, sizeof *a, cmp);
+  qsort(g, (size_t)rounds, sizeof *g, cmp_double);
+  qsort(b, (size_t)rounds, sizeof *b, cmp_double);
+  qsort(a, (size_t)rounds, sizeof *a, cmp_double);
   printf("%.3f %.3f %.3f %zu\n", g[rounds / 2], b[rounds / 2], a[rounds / 2], changes);
   return 0;
 }

@@ -15,16 +15,7 @@
 
 #include "corral.h"
 
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
+#include "bench.h"
 
 static corral_adapter *adapter;
 
@@ -90,7 +81,7 @@ int main(int argc, char **argv) {
       }
       t[i] = now_ms() - t0;
     }
-    qsort(t, (size_t)rounds, sizeof *t, cmp);
+    qsort(t, (size_t)rounds, sizeof *t, cmp_double);
     printf("%.4f %.4f\n", t[rounds / 2], t[rounds * 9 / 10]);
   } else if (strcmp(argv[1], "idle") == 0 && argc == 3) {
     for (int i = 0; i < 64; i++)

@@ -12,16 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
+#include "bench.h"
 
 static double run(char **argv) {
   double t0 = now_ms();
@@ -63,7 +54,7 @@ int main(int argc, char **argv) {
     for (int c = 0; c < ncmd; c++)
       t[c * rounds + r] = run(cmds[c]);
   for (int c = 0; c < ncmd; c++) {
-    qsort(t + c * rounds, (size_t)rounds, sizeof *t, cmp);
+    qsort(t + c * rounds, (size_t)rounds, sizeof *t, cmp_double);
     printf("%.4f %.4f\n", t[c * rounds + rounds / 2], t[c * rounds + rounds * 9 / 10]);
   }
   free(t);
