@@ -445,6 +445,14 @@ int profile_resolve(const corral_policy *p, char *const *roots, size_t nroots, s
   if (p->workspace_writable)
     for (size_t i = 0; i < nroots && r == 0; i++)
       r = add_resolved(&pr->write_roots, roots[i], err);
+  /* A workspace at / (corral started from the root directory) would make
+   * the whole disk writable: refuse rather than enforce nothing. */
+  if (r == 0 && path_list_has(&pr->write_roots, "/")) {
+    profile_free(pr);
+    return error_set(err, CORRAL_EINVALID, 0,
+                     "workspace root `/` would make the whole filesystem writable; "
+                     "run from the project's directory or pass --workspace DIR");
+  }
   for (size_t i = 0; i < L[CORRAL_POLICY_ALLOW_WRITE].n && r == 0; i++)
     r = add_resolved(&pr->write_roots, L[CORRAL_POLICY_ALLOW_WRITE].v[i], err);
   if (p->temp && r == 0) {

@@ -50,6 +50,12 @@ t "--no-temp makes /tmp read-only"
 cr --no-temp -- sh -c "echo x > /tmp/$mark" 2>/dev/null && fail "write succeeded" || pass
 expect_absent "/tmp/$mark"
 
+t "a workspace at / is refused, not enforced as nothing"
+out=$(cd / && "$CORRAL" run -- touch "/etc/$mark" 2>&1); rc=$?
+expect_eq 125 $rc
+expect_contains "$out" "whole filesystem writable"
+expect_absent "/etc/$mark"
+
 t "--allow-write adds a write root"
 cr --allow-write "$other" -- sh -c "echo y > $other/aw"
 expect_eq y "$(cat "$other/aw" 2>/dev/null)"
