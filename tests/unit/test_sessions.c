@@ -263,13 +263,14 @@ static void test_eviction(void **state) {
 static void test_retention(void **state) {
   (void)state;
   corral_sessions *m = corral_sessions_new();
-  sessions_set_retention(m, 300);
+  sessions_set_retention(m, 1000);
   corral_session_result r;
   start(m, "sleep 0.1; echo done", false, 0, &r);
   long id = r.session_id;
   corral_session_result_free(&r);
-  for (int i = 0; i < 10; i++)
-    corral_sessions_process(m, 50); /* reaped, finished, retained */
+  for (int i = 0; i < 200 && corral_session_running(m, id) == 1; i++)
+    corral_sessions_process(m, 20); /* until reaped and finished: then retained */
+  assert_int_equal(corral_session_running(m, id), 0);
   corral_session_info *info;
   size_t n;
   corral_sessions_list(m, &info, &n);
@@ -277,7 +278,7 @@ static void test_retention(void **state) {
   assert_false(info[0].running);
   assert_non_null(strstr(info[0].tail, "done"));
   corral_session_info_free(info, n);
-  usleep(400000);
+  usleep(1200000);
   corral_sessions_process(m, 0);
   corral_sessions_list(m, &info, &n);
   assert_int_equal(n, 0);
