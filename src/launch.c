@@ -209,7 +209,7 @@ static void sleep_ms(long ms) {
 
 /* The PATH search execvp does, with the command's own PATH rather than the
  * supervisor's.  Returns the errno that explains the failure. */
-int launch_exec_search(const char *name, char *const argv[], char *const envp[]) {
+static int exec_search(const char *name, char *const argv[], char *const envp[]) {
   if (strchr(name, '/')) {
     execve(name, argv, envp);
     return errno;
@@ -438,7 +438,7 @@ static int command_main(void *arg) {
     cs->err = errno;
     cs->step = 'c';
   } else {
-    cs->err = launch_exec_search(plan->argv[0], plan->argv, plan->envp);
+    cs->err = exec_search(plan->argv[0], plan->argv, plan->envp);
     cs->step = 'e';
   }
   _exit(cs->err == ENOENT && cs->step == 'e' ? 127 : 126);

@@ -144,7 +144,5 @@ void launch_kill(const launch_child *child);
 /* Grace between SIGTERM and SIGKILL when a tree is ended. */
 #define LAUNCH_GRACE_MS 200
 
-/* Reads a file's last path of PATH search inside init; exposed for tests. */
-int launch_exec_search(const char *name, char *const argv[], char *const envp[]);
 
 #endif

@@ -231,16 +231,28 @@ int policy_load_buffer(corral_policy *p, const char *data, size_t len, const cha
   return 0;
 }
 
-int corral_policy_load_user(corral_policy *p, corral_error *err) {
-  char path[PATH_MAX];
+bool user_config_dir(char *out, size_t size) {
   const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
   if (xdg && xdg[0] == '/')
-    snprintf(path, sizeof path, "%s/corral/policy.json", xdg);
+    snprintf(out, size, "%s", xdg);
   else if (home && home[0] == '/')
-    snprintf(path, sizeof path, "%s/.config/corral/policy.json", home);
+    snprintf(out, size, "%s/.config", home);
   else
-    return 0;
-  if (access(path, F_OK) != 0)
+    return false;
+  return true;
+}
+
+bool user_policy_path(char *out, size_t size) {
+  char dir[PATH_MAX];
+  if (!user_config_dir(dir, sizeof dir))
+    return false;
+  snprintf(out, size, "%s/corral/policy.json", dir);
+  return true;
+}
+
+int corral_policy_load_user(corral_policy *p, corral_error *err) {
+  char path[PATH_MAX];
+  if (!user_policy_path(path, sizeof path) || access(path, F_OK) != 0)
     return 0;
   return corral_policy_load_file(p, path, err);
 }
@@ -353,10 +365,8 @@ static int add_secret_stores(struct path_list *l, corral_error *err) {
   if (!home || home[0] != '/')
     return 0;
   char buf[PATH_MAX], cfg[PATH_MAX];
-  const char *xdg = getenv("XDG_CONFIG_HOME");
-  snprintf(cfg, sizeof cfg, "%s", xdg && xdg[0] == '/' ? xdg : "");
-  if (!cfg[0])
-    snprintf(cfg, sizeof cfg, "%s/.config", home);
+  if (!user_config_dir(cfg, sizeof cfg))
+    return 0;
   static const char *const in_home[] = {".aws",         ".azure",          ".ssh",
                                         ".gnupg",       ".git-credentials", ".pypirc",
                                         ".cargo/credentials", ".cargo/credentials.toml"};

@@ -42,6 +42,10 @@ struct profile {
 };
 
 corral_policy *policy_copy(const corral_policy *p);
+/* $XDG_CONFIG_HOME, else ~/.config; and the user's policy file in it.
+ * false when neither variable gives an absolute path. */
+bool user_config_dir(char *out, size_t size);
+bool user_policy_path(char *out, size_t size);
 /* The policy file's JSON from memory; `name` is used in messages. */
 int policy_load_buffer(corral_policy *p, const char *data, size_t len, const char *name,
                        corral_error *err);

@@ -2,6 +2,7 @@
 #include "policy_flags.h"
 
 #include "cli.h"
+#include "policy.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -135,13 +136,7 @@ corral_policy *policy_flags_build(const struct policy_flags *pf, char **roots, s
     r = corral_policy_load_file(p, pf->policy_file, &err);
   } else {
     char path[PATH_MAX];
-    const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
-    path[0] = '\0';
-    if (xdg && xdg[0] == '/')
-      snprintf(path, sizeof path, "%s/corral/policy.json", xdg);
-    else if (home && home[0] == '/')
-      snprintf(path, sizeof path, "%s/.config/corral/policy.json", home);
-    if (path[0] && access(path, F_OK) == 0) {
+    if (user_policy_path(path, sizeof path) && access(path, F_OK) == 0) {
       if (inside_any(path, roots, nroots))
         fprintf(stderr, "corral: ignoring `%s`: it lies inside the workspace\n", path);
       else
