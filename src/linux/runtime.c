@@ -11,7 +11,9 @@
  *      taken without blocking, so one in use is never removed;
  *   3. an acquirer checks, after locking, that the lease it locked is still
  *      the one on disk (a remover may have unlinked it in between).
- * Removal: directories older than 30 days, or beyond the newest 64.
+ * Removal: directories older than 30 days, or beyond the newest 64, looked
+ * for when a run makes a new directory or the last look is an hour old (a
+ * scan on every launch would sit on the hot path).
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -29,6 +31,22 @@
 
 #define RUNTIME_MAX_AGE (30L * 24 * 3600)
 #define RUNTIME_KEEP 64
+#define CLEANUP_EVERY (3600L)
+
+/* Is a cleanup scan due?  Marks it done (the stamp) when it is. */
+static bool cleanup_due(const char *base, bool created) {
+  char stamp[PATH_MAX];
+  struct stat st;
+  snprintf(stamp, sizeof stamp, "%s/.cleaned", base);
+  if (!created && stat(stamp, &st) == 0 && time(NULL) - st.st_mtime < CLEANUP_EVERY)
+    return false;
+  int fd = open(stamp, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+  if (fd >= 0) {
+    futimens(fd, NULL);
+    close(fd);
+  }
+  return true;
+}
 
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
   (void)st, (void)flag, (void)ftw;
@@ -144,17 +162,21 @@ int runtime_acquire(const char *workspace, const struct path_list *roots, struct
     rl->private_dir = true;
   }
   static const char *const subdirs[] = {"", "/cache", "/data", "/tmp"};
+  bool created = false;
   for (size_t i = 0; i < ARRAY_SIZE(subdirs); i++) {
     char path[PATH_MAX + 16];
     snprintf(path, sizeof path, "%s%s", rl->root, subdirs[i]);
-    if (mkdir(path, 0700) < 0 && errno != EEXIST) {
+    int made = mkdir(path, 0700);
+    if (i == 0)
+      created = made == 0;
+    if (made < 0 && errno != EEXIST) {
       int r = error_sys(err, "runtime directory: mkdir `%s`", path);
       runtime_release(rl);
       return r;
     }
   }
   utimensat(AT_FDCWD, rl->root, NULL, 0); /* most recently used */
-  if (!rl->private_dir)
+  if (!rl->private_dir && cleanup_due(base, created))
     runtime_cleanup(base, RUNTIME_MAX_AGE, RUNTIME_KEEP);
   return 0;
 }

@@ -120,6 +120,7 @@ t "a leased runtime directory survives cleanup, an old unleased one does not"
 mkdir -p "$rt/00000000000000aa/cache" "$rt/00000000000000bb/cache"
 touch "$rt/00000000000000aa.lease" "$rt/00000000000000bb.lease"
 touch -d '40 days ago' "$rt/00000000000000aa" "$rt/00000000000000bb"
+touch -d '2 hours ago' "$rt/.cleaned" # the hourly look is due
 flock -s "$rt/00000000000000bb.lease" sleep 3 & holder=$!
 sleep 0.2
 cr -- true
