@@ -8,6 +8,7 @@
  *   sync 1  supervisor: clone3(CLONE_PIDFD | adapter flags) -> init.
  *   sync 2  supervisor: adapter's parent_setup (uid/gid maps), then one byte
  *           on the sync pipe; EOF instead means "give up" and init exits.
+ *           Meanwhile init runs the adapter's init_early, if any.
  *   sync 3  init: adapter's init_setup; failure -> REPORT_SETUP_FAILED, exit.
  *   sync 4  init: spawns the command (CLONE_VM | CLONE_VFORK); a failed
  *           execve leaves its errno in init's memory -> REPORT_LAUNCHED or
@@ -192,7 +193,7 @@ void launch_plan_free(launch_plan *plan) {
 
 /* ------------------------------------------------ inside init (no malloc) */
 
-static pid_t raw_clone(unsigned long flags, int *pidfd) {
+pid_t launch_clone3(unsigned long flags, int *pidfd) {
   struct clone_args args;
   memset(&args, 0, sizeof args);
   args.flags = flags | (pidfd ? CLONE_PIDFD : 0);
@@ -472,6 +473,10 @@ static _Noreturn void init_main(const launch_plan *plan, int stdio[3], int repor
   if (!pid_ns)
     prctl(PR_SET_CHILD_SUBREAPER, 1);
 
+  /* What needs no uid/gid maps starts now, alongside the supervisor. */
+  if (plan->init_early && plan->init_early(plan, report_fd) < 0)
+    _exit(125);
+
   /* sync 2: wait for the supervisor's part. */
   if (sync_fd >= 0) {
     char c;
@@ -590,7 +595,7 @@ int launch_start(const launch_plan *plan, int stdin_fd, int stdout_fd, int stder
   pid_t parent = getpid();
   int pidfd = -1;
   /* sync 1 */
-  pid_t pid = raw_clone(plan->clone_flags, &pidfd);
+  pid_t pid = launch_clone3(plan->clone_flags, &pidfd);
   if (pid < 0) {
     int e = errno;
     close(report[0]), close(report[1]);

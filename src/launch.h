@@ -106,6 +106,7 @@ typedef struct launch_plan {
   unsigned long clone_flags;    /* namespaces for init (CLONE_NEW*) */
   bool adapter_owns_launch;     /* only a LAUNCHED record says "launched" */
   bool tty;                     /* stdin is a terminal: make it the controlling one */
+  launch_init_setup_fn init_early; /* like init_setup, but before the uid/gid maps */
   launch_init_setup_fn init_setup;
   launch_parent_setup_fn parent_setup;
   /* Names that must not be created in these directories (protected
@@ -120,6 +121,9 @@ typedef struct launch_plan {
 } launch_plan;
 
 void launch_plan_free(launch_plan *plan);
+
+/* clone3 with a pidfd (when pidfd is not NULL) and SIGCHLD; fork-like. */
+pid_t launch_clone3(unsigned long flags, int *pidfd);
 
 typedef struct launch_child {
   pid_t pid;       /* init's pid, as the supervisor sees it */

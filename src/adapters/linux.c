@@ -4,7 +4,8 @@
  *
  * Setup order inside init (each later step relies on the earlier ones):
  *   1. (supervisor) uid/gid maps written for the new user namespace;
- *   2. loopback up in the private network namespace (network denied);
+ *   2. (network denied) a private network namespace with loopback up, made
+ *      by a child of init while init goes on with 3, and joined after it;
  *   3. the filesystem: mounts.c, ending in pivot_root;
  *   4. Landlock over the write roots, and signal/abstract-socket scoping;
  *   5. every capability dropped, no_new_privs;
@@ -22,11 +23,16 @@ struct linux_adapter {
   struct sock_fprog seccomp;
 };
 
+static int linux_init_early(const launch_plan *plan, int report_fd) {
+  const struct linux_plan *lp = plan->adapter_data;
+  return lp->profile.network_allow ? 0 : ns_net_begin_apply(report_fd);
+}
+
 static int linux_init_setup(const launch_plan *plan, int report_fd) {
   const struct linux_plan *lp = plan->adapter_data;
-  if (!lp->profile.network_allow && ns_loopback_up_apply(report_fd) < 0)
-    return -1;
-  if (mounts_apply(lp, report_fd) < 0 || landlock_apply(lp, report_fd) < 0 ||
+  if (mounts_apply(lp, report_fd) < 0 ||
+      (!lp->profile.network_allow && ns_net_join_apply(report_fd) < 0) ||
+      landlock_apply(lp, report_fd) < 0 ||
       ns_drop_privileges_apply(report_fd) < 0 || seccomp_apply(&lp->seccomp, report_fd) < 0)
     return -1;
   return 0;
@@ -80,8 +86,8 @@ static int linux_prepare(corral_adapter *ad, const corral_request *req, launch_p
   int r = linux_plan_prepare(la->policy, &la->seccomp, "linux", req, plan, err);
   if (r < 0)
     return r;
-  struct linux_plan *lp = plan->adapter_data;
-  plan->clone_flags = ns_clone_flags(&lp->profile);
+  plan->clone_flags = ns_clone_flags();
+  plan->init_early = linux_init_early;
   plan->init_setup = linux_init_setup;
   plan->parent_setup = linux_parent_setup;
   if (enforcement_set(enf, "linux", CORRAL_LEVEL_NATIVE, NULL) < 0)

@@ -47,9 +47,12 @@ struct linux_plan {
 };
 
 /* namespaces.c */
-unsigned long ns_clone_flags(const struct profile *pr);
+unsigned long ns_clone_flags(void);
 int ns_write_id_maps(pid_t child, uid_t uid, gid_t gid, corral_error *err);
-int ns_loopback_up_apply(int report_fd);
+/* A private network namespace with loopback up: begun by init before the
+ * uid/gid maps, joined after the mounts. */
+int ns_net_begin_apply(int report_fd);
+int ns_net_join_apply(int report_fd);
 int ns_drop_privileges_apply(int report_fd);
 int prctl_no_new_privs(int report_fd);
 /* Why the namespace adapter cannot work here, cheaply (no fork): "" when

@@ -25,11 +25,10 @@ int setup_failed(int report_fd, int saved_errno, const char *fmt, const char *ar
   return -1;
 }
 
-unsigned long ns_clone_flags(const struct profile *pr) {
-  unsigned long f = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS;
-  if (!pr->network_allow)
-    f |= CLONE_NEWNET;
-  return f;
+/* Init's namespaces.  A denied network's namespace is not among them: init
+ * has it made alongside (ns_net_begin_apply). */
+unsigned long ns_clone_flags(void) {
+  return CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS;
 }
 
 static int write_file(pid_t pid, const char *name, const char *text, corral_error *err) {
@@ -62,10 +61,10 @@ int ns_write_id_maps(pid_t child, uid_t uid, gid_t gid, corral_error *err) {
   return write_file(child, "gid_map", map, err);
 }
 
-int ns_loopback_up_apply(int report_fd) {
+static int loopback_up(void) {
   int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (s < 0)
-    return setup_failed(report_fd, errno, "network: socket for `%s`", "lo");
+    return -1;
   struct ifreq ifr;
   memset(&ifr, 0, sizeof ifr);
   memcpy(ifr.ifr_name, "lo", 3);
@@ -76,7 +75,87 @@ int ns_loopback_up_apply(int report_fd) {
   }
   int e = errno;
   close(s);
-  return r < 0 ? setup_failed(report_fd, e, "network: bring up `%s`", "lo") : 0;
+  errno = e;
+  return r;
+}
+
+/* A network namespace takes the kernel about half a millisecond to make
+ * (loopback, its sysctls, every protocol's per-namespace state), as long
+ * as all of init's filesystem work.  So init has a child make it while it
+ * builds the filesystem, on the other CPU, and then joins it through the
+ * child's pidfd.  The child stays until init has joined (the namespace
+ * needs a holder) and dies with init.  Init's own memory, so no malloc. */
+static struct {
+  int pidfd; /* the child's */
+  int ready; /* read end: the child's struct net_result */
+  int hold;  /* write end: closing it lets the child exit */
+} net = {-1, -1, -1};
+
+struct net_result {
+  int err;
+  char step; /* 'n' the namespace, 'l' its loopback */
+};
+
+static _Noreturn void net_child(int ready, int hold) {
+  struct net_result res = {0, 0};
+  if (unshare(CLONE_NEWNET) < 0)
+    res = (struct net_result){errno, 'n'};
+  else if (loopback_up() < 0)
+    res = (struct net_result){errno, 'l'};
+  if (write(ready, &res, sizeof res) == sizeof res) {
+    char c;
+    while (read(hold, &c, 1) < 0 && errno == EINTR)
+      ;
+  }
+  _exit(0);
+}
+
+int ns_net_begin_apply(int report_fd) {
+  int r[2], h[2];
+  if (pipe2(r, O_CLOEXEC) < 0)
+    return setup_failed(report_fd, errno, "network: pipe for `%s`", "the namespace helper");
+  if (pipe2(h, O_CLOEXEC) < 0) {
+    int e = errno;
+    close(r[0]), close(r[1]);
+    return setup_failed(report_fd, e, "network: pipe for `%s`", "the namespace helper");
+  }
+  pid_t pid = launch_clone3(0, &net.pidfd);
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL); /* and the pid namespace ends with init */
+    close(r[0]), close(h[1]);
+    net_child(r[1], h[0]);
+  }
+  int e = errno;
+  close(r[1]), close(h[0]);
+  if (pid < 0) {
+    close(r[0]), close(h[1]);
+    return setup_failed(report_fd, e, "network: start `%s`", "the namespace helper");
+  }
+  net.ready = r[0];
+  net.hold = h[1];
+  return 0;
+}
+
+int ns_net_join_apply(int report_fd) {
+  struct net_result res;
+  ssize_t n;
+  do
+    n = read(net.ready, &res, sizeof res);
+  while (n < 0 && errno == EINTR);
+  int e = errno;
+  close(net.ready);
+  int r = 0;
+  if (n != sizeof res)
+    r = setup_failed(report_fd, n < 0 ? e : EPIPE, "network: `%s` ended early",
+                     "the namespace helper");
+  else if (res.err)
+    r = setup_failed(report_fd, res.err,
+                     res.step == 'n' ? "network: new namespace%s" : "network: bring up `lo`%s", "");
+  else if (setns(net.pidfd, CLONE_NEWNET) < 0)
+    r = setup_failed(report_fd, errno, "network: join the private namespace%s", "");
+  close(net.hold); /* the child exits; init reaps it with the rest */
+  close(net.pidfd);
+  return r;
 }
 
 int ns_drop_privileges_apply(int report_fd) {
@@ -146,8 +225,7 @@ void ns_obstacle(char *why, size_t whylen) {
 }
 
 bool ns_available(char *why, size_t whylen) {
-  struct profile pr = {0};
-  unsigned long flags = ns_clone_flags(&pr);
+  unsigned long flags = ns_clone_flags() | CLONE_NEWNET;
   /* unshare in a throwaway child: the probe must not change this process. */
   pid_t pid = fork();
   if (pid < 0) {
