@@ -110,6 +110,19 @@ static _Noreturn void net_child(int ready, int hold) {
   _exit(0);
 }
 
+/* A new child is queued on its parent's CPU, and init keeps that CPU busy:
+ * left alone, the child can wait most of a millisecond before the other
+ * CPU takes it.  So it is sent to another CPU init may use, if any. */
+static void move_off_this_cpu(pid_t pid) {
+  cpu_set_t set;
+  int me = sched_getcpu();
+  if (me < 0 || me >= CPU_SETSIZE || sched_getaffinity(0, sizeof set, &set) < 0)
+    return;
+  CPU_CLR(me, &set);
+  if (CPU_COUNT(&set) > 0)
+    sched_setaffinity(pid, sizeof set, &set);
+}
+
 int ns_net_begin_apply(int report_fd) {
   int r[2], h[2];
   if (pipe2(r, O_CLOEXEC) < 0)
@@ -126,6 +139,8 @@ int ns_net_begin_apply(int report_fd) {
     net_child(r[1], h[0]);
   }
   int e = errno;
+  if (pid > 0)
+    move_off_this_cpu(pid);
   close(r[1]), close(h[0]);
   if (pid < 0) {
     close(r[0]), close(h[1]);
