@@ -12,12 +12,15 @@
  *   4. attach the root read-only, nosuid, nodev; the write roots writable;
  *   5. deny-write paths: bound onto themselves, read-only;
  *   6. deny-read paths: first their parent directory (the nearest one that
- *      exists, outside the write roots) is replaced by a read-only "view":
- *      a tmpfs holding binds of its other entries, made once at start, so a
+ *      exists, outside the write roots) gets a read-only "view", so that a
  *      secret created or renamed into place on the host while the command
- *      runs never appears; then an empty read-only tmpfs over a denied
- *      directory, an unreadable empty file over a denied file, and
- *      allow-read paths bound back in;
+ *      runs never appears.  The view is an overlay whose upper layer holds
+ *      a whiteout for each missing denied name: one mount, whatever the
+ *      directory holds.  Where overlayfs cannot be had, it is a tmpfs
+ *      holding binds of the directory's other entries as they are at
+ *      start.  Then an empty read-only tmpfs over a denied directory that
+ *      exists, an unreadable empty file over a denied file, and allow-read
+ *      paths bound back in;
  *   7. a fresh /proc (only the sandbox's processes) and a minimal /dev;
  *   8. pivot_root into the new root and detach the old one.
  *
@@ -38,6 +41,7 @@
 #define SCRATCH "/tmp"
 #define NEWROOT SCRATCH "/root"
 #define DENIED_FILE SCRATCH "/denied"
+#define MASKS SCRATCH "/masks"
 #define MAX_SOURCES 256
 
 static int clone_fd(const char *path) {
@@ -286,9 +290,122 @@ static int build_view(const char *parent, const struct profile *pr, int report_f
   return 0;
 }
 
+/* The first component of `denied` below `parent`, as a path. */
+static void first_below(const char *parent, const char *denied, char *out) {
+  size_t plen = strlen(parent);
+  const char *rest = denied + plen + 1;
+  const char *slash = strchr(rest, '/');
+  size_t n = slash ? (size_t)(slash - denied) : strlen(denied);
+  snprintf(out, PATH_MAX, "%.*s", (int)n, denied);
+}
+
+/* In mask directory `mask` standing for `view`, a whiteout at the place of
+ * `missing` (a path below `view`); the directories between are made with
+ * the modes of the real ones, which they merge with. */
+static int add_whiteout(const char *mask, const char *view, const char *missing) {
+  char path[PATH_MAX], real[PATH_MAX];
+  size_t vlen = strlen(view);
+  snprintf(path, sizeof path, "%s%s", mask, missing + vlen);
+  for (char *p = path + strlen(mask) + 1; (p = strchr(p, '/')); p++) {
+    *p = '\0';
+    struct stat st;
+    in_root(real, view);
+    snprintf(real + strlen(real), PATH_MAX - strlen(real), "%s", path + strlen(mask));
+    if (lstat(real, &st) < 0 || (mkdir(path, st.st_mode & 07777) < 0 && errno != EEXIST))
+      return -1;
+    *p = '/';
+  }
+  return mknod(path, S_IFCHR | 0000, 0) < 0 && errno != EEXIST ? -1 : 0;
+}
+
+/* Roots already attached under the view directory: the overlay covers
+ * them, so the outermost are cloned before and put back after.  (The
+ * host's own mounts below it need nothing: overlayfs refuses a lower
+ * directory with mounts inherited from the host, and that directory gets
+ * the bind view, which carries them.) */
+#define NCOVER 3
+static size_t clone_covered(const char *view, const struct profile *pr, struct source *out,
+                            int report_fd) {
+  const struct path_list *lists[NCOVER] = {&pr->write_roots, &pr->read_roots,
+                                           &pr->platform_roots};
+  size_t n = 0;
+  for (size_t l = 0; l < NCOVER; l++)
+    for (size_t i = 0; i < lists[l]->n && n < MAX_SOURCES; i++) {
+      const char *m = lists[l]->v[i];
+      if (strcmp(m, view) == 0 || !path_is_under(m, view))
+        continue;
+      bool inner = false;
+      for (size_t k = 0; k < NCOVER && !inner; k++)
+        for (size_t j = 0; j < lists[k]->n && !inner; j++) {
+          const char *o = lists[k]->v[j];
+          inner = strcmp(o, view) != 0 && strcmp(o, m) != 0 && path_is_under(o, view) &&
+                  path_is_under(m, o);
+        }
+      bool dup = false;
+      for (size_t k = 0; k < n && !dup; k++)
+        dup = strcmp(out[k].path, m) == 0;
+      char target[PATH_MAX];
+      in_root(target, m);
+      struct stat st;
+      if (inner || dup || lstat(target, &st) < 0)
+        continue;
+      out[n] = (struct source){.path = m, .fd = clone_fd(target), .dir = S_ISDIR(st.st_mode)};
+      if (out[n].fd < 0) {
+        setup_failed(report_fd, errno, "mounts: view: clone `%s`", m);
+        return SIZE_MAX;
+      }
+      n++;
+    }
+  return n;
+}
+
+/* The overlay view of `view`, for every denied path whose nearest
+ * existing parent lies in it.  0 done, 1 overlayfs unavailable (nothing
+ * changed), -1 failed (reported). */
+static int overlay_view(const char *view, size_t idx, const struct profile *pr, int report_fd) {
+  char target[PATH_MAX], mask[64], data[PATH_MAX + 128];
+  in_root(target, view);
+  /* Overlayfs splits its options at these; such a directory gets binds. */
+  if (strpbrk(target, ",:\\"))
+    return 1;
+  struct stat st;
+  snprintf(mask, sizeof mask, "%s/%zu", MASKS, idx);
+  if (lstat(target, &st) < 0 || mkdir_p(mask, st.st_mode & 07777) < 0)
+    return setup_failed(report_fd, errno, "mounts: view of `%s`", view);
+  for (size_t i = 0; i < pr->deny_read.n; i++) {
+    char parent[PATH_MAX], missing[PATH_MAX], probe[PATH_MAX];
+    nearest_existing_parent(pr->deny_read.v[i], parent);
+    if (strcmp(parent, "/") == 0 || !path_is_under(parent, view))
+      continue;
+    first_below(parent, pr->deny_read.v[i], missing);
+    in_root(probe, missing);
+    if (lstat(probe, &st) == 0)
+      continue; /* it exists: deny_read() masks it */
+    if (add_whiteout(mask, view, missing) < 0)
+      return setup_failed(report_fd, errno, "mounts: view of `%s`: whiteout", missing);
+  }
+  static struct source covered[MAX_SOURCES];
+  size_t n = clone_covered(view, pr, covered, report_fd);
+  if (n == SIZE_MAX)
+    return -1;
+  snprintf(data, sizeof data, "lowerdir=%s:%s", mask, target);
+  if (mount("overlay", target, "overlay", MS_RDONLY | MS_NOSUID | MS_NODEV, data) < 0) {
+    for (size_t i = 0; i < n; i++)
+      close(covered[i].fd);
+    return 1;
+  }
+  for (size_t i = 0; i < n; i++) {
+    char inner[PATH_MAX];
+    in_root(inner, covered[i].path);
+    if (attach(covered[i].fd, inner) < 0)
+      return setup_failed(report_fd, errno, "mounts: view: put back `%s`", covered[i].path);
+  }
+  return 0;
+}
+
 static int build_views(const struct profile *pr, int report_fd) {
-  static char done[64][PATH_MAX];
-  size_t ndone = 0;
+  static char parents[64][PATH_MAX];
+  size_t np = 0;
   for (size_t i = 0; i < pr->deny_read.n; i++) {
     char parent[PATH_MAX];
     nearest_existing_parent(pr->deny_read.v[i], parent);
@@ -296,13 +413,28 @@ static int build_views(const struct profile *pr, int report_fd) {
     if (strcmp(parent, "/") == 0 || under_any(parent, &pr->write_roots))
       continue;
     bool seen = false;
-    for (size_t k = 0; k < ndone && !seen; k++)
-      seen = strcmp(done[k], parent) == 0;
-    if (seen || ndone == ARRAY_SIZE(done))
+    for (size_t k = 0; k < np && !seen; k++)
+      seen = strcmp(parents[k], parent) == 0;
+    if (!seen && np < ARRAY_SIZE(parents))
+      snprintf(parents[np++], PATH_MAX, "%s", parent);
+  }
+  /* One overlay for each outermost parent covers the ones inside it. */
+  for (size_t i = 0; i < np; i++) {
+    bool inner = false;
+    for (size_t k = 0; k < np && !inner; k++)
+      inner = k != i && path_is_under(parents[i], parents[k]);
+    if (inner)
       continue;
-    snprintf(done[ndone++], PATH_MAX, "%s", parent);
-    if (build_view(parent, pr, report_fd) < 0)
+    int r = overlay_view(parents[i], i, pr, report_fd);
+    if (r < 0)
       return -1;
+    if (r == 0)
+      continue;
+    if (build_view(parents[i], pr, report_fd) < 0)
+      return -1;
+    for (size_t k = 0; k < np; k++)
+      if (k != i && path_is_under(parents[k], parents[i]) && build_view(parents[k], pr, report_fd) < 0)
+        return -1;
   }
   return 0;
 }

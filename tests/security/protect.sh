@@ -84,6 +84,35 @@ rm -rf "$HOME/.aws"
 out=$(cr -- sh -c "sleep 0.8; cat $HOME/.aws/credentials" 2>&1); wait
 expect_not_contains "$out" SECRET
 
+t "a store created deeper down, under an existing ~/.config, stays unreadable too"
+mkdir -p "$HOME/.config"; rm -rf "$HOME/.config/gh"
+( sleep 0.3; mkdir -p "$HOME/.config/gh"; echo SECRET-gh > "$HOME/.config/gh/hosts.yml" ) &
+out=$(cr -- sh -c "sleep 0.8; cat $HOME/.config/gh/hosts.yml 2>&1; echo listing:; ls -A $HOME/.config" 2>&1); wait
+expect_not_contains "$out" SECRET
+expect_not_contains "${out#*listing:}" gh
+
+t "the rest of HOME stays readable, and a file added to it while the command runs shows"
+echo early > "$HOME/early.txt"
+( sleep 0.3; echo late > "$HOME/late.txt" ) &
+out=$(cr -- sh -c "cat $HOME/early.txt; sleep 0.8; cat $HOME/late.txt" 2>&1); wait
+expect_eq "early
+late" "$out"
+
+if [ "$(id -u)" -eq 0 ]; then
+  t "a filesystem mounted inside HOME stays visible under the view"
+  mkdir -p "$HOME/mnt" && mount -t tmpfs tmpfs "$HOME/mnt" && echo inside-mount > "$HOME/mnt/f"
+  expect_eq inside-mount "$(cr -- cat "$HOME/mnt/f" 2>&1)"
+  umount "$HOME/mnt"
+fi
+
+t "a HOME overlayfs cannot name (a colon in it) gets the other view, just as tight"
+colon="$fakehome/odd:home"
+mkdir -p "$colon"; echo visible > "$colon/plain"
+( sleep 0.3; mkdir -p "$colon/.aws"; echo SECRET-colon > "$colon/.aws/credentials" ) &
+out=$(HOME=$colon cr -- sh -c "cat $colon/plain; sleep 0.8; cat $colon/.aws/credentials" 2>&1); wait
+expect_contains "$out" visible
+expect_not_contains "$out" SECRET
+
 t "an atomic rename over a masked file does not unmask it"
 ( sleep 0.3; echo SECRET-renamed > "$HOME/.netrc.new"; mv "$HOME/.netrc.new" "$HOME/.netrc" ) &
 out=$(cr -- sh -c "sleep 0.8; cat $HOME/.netrc" 2>&1); wait
