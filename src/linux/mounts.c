@@ -43,6 +43,7 @@
 #define DENIED_FILE SCRATCH "/denied"
 #define MASKS SCRATCH "/masks"
 #define MAX_SOURCES 256
+#define MAX_DENIED 1024
 
 static int clone_fd(const char *path) {
   return open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
@@ -164,9 +165,51 @@ static int bind_readonly(const char *path, int report_fd) {
   return 0;
 }
 
-static int deny_read(const char *path, const struct profile *pr, int report_fd) {
+/* What the views found of each deny-read path, so that deny_read() need
+ * not look again: its nearest existing ancestor, the first component below
+ * that (when the path is missing), and whether a view covers it.  Both are
+ * prefixes of the path, so lengths say it. */
+static struct denied {
+  size_t parent_len;  /* 0: the parent is "/" */
+  size_t missing_len; /* the first missing component ends here */
+  bool exists;
+  bool viewed;
+} denied[MAX_DENIED];
+
+static void probe_denied(const struct profile *pr) {
+  for (size_t i = 0; i < pr->deny_read.n; i++) {
+    const char *path = pr->deny_read.v[i];
+    struct denied *d = &denied[i];
+    char probe[PATH_MAX];
+    struct stat st;
+    in_root(probe, path);
+    d->viewed = false;
+    d->exists = lstat(probe, &st) == 0;
+    d->missing_len = strlen(path);
+    d->parent_len = (size_t)(strrchr(path, '/') - path);
+    while (!d->exists && d->parent_len > 0) {
+      in_root(probe, path);
+      probe[strlen(NEWROOT) + d->parent_len] = '\0';
+      if (lstat(probe, &st) == 0)
+        break;
+      d->missing_len = d->parent_len;
+      while (--d->parent_len > 0 && path[d->parent_len] != '/')
+        ;
+    }
+  }
+}
+
+static void parent_of(const char *path, const struct denied *d, char *out) {
+  snprintf(out, PATH_MAX, "%.*s", d->parent_len ? (int)d->parent_len : 1, path);
+}
+
+static int deny_read(size_t idx, const struct profile *pr, int report_fd) {
+  const char *path = pr->deny_read.v[idx];
   char target[PATH_MAX];
   struct stat st;
+  /* Missing under a view: the view hides it now and later. */
+  if (denied[idx].viewed && !denied[idx].exists)
+    return 0;
   in_root(target, path);
   if (lstat(target, &st) < 0)
     return 0;
@@ -195,24 +238,6 @@ static int deny_read(const char *path, const struct profile *pr, int report_fd) 
   if (set_attr(target, MOUNT_ATTR_RDONLY, 0, false) < 0)
     return setup_failed(report_fd, errno, "mounts: deny-read `%s` read-only", path);
   return 0;
-}
-
-/* The deny-read path's nearest existing ancestor in the new root. */
-static void nearest_existing_parent(const char *path, char *out) {
-  char probe[PATH_MAX];
-  snprintf(out, PATH_MAX, "%s", path);
-  for (;;) {
-    char *slash = strrchr(out, '/');
-    if (!slash || slash == out) {
-      snprintf(out, PATH_MAX, "/");
-      return;
-    }
-    *slash = '\0';
-    struct stat st;
-    in_root(probe, out);
-    if (lstat(probe, &st) == 0)
-      return;
-  }
 }
 
 static bool under_any(const char *path, const struct path_list *roots) {
@@ -290,15 +315,6 @@ static int build_view(const char *parent, const struct profile *pr, int report_f
   return 0;
 }
 
-/* The first component of `denied` below `parent`, as a path. */
-static void first_below(const char *parent, const char *denied, char *out) {
-  size_t plen = strlen(parent);
-  const char *rest = denied + plen + 1;
-  const char *slash = strchr(rest, '/');
-  size_t n = slash ? (size_t)(slash - denied) : strlen(denied);
-  snprintf(out, PATH_MAX, "%.*s", (int)n, denied);
-}
-
 /* In mask directory `mask` standing for `view`, a whiteout at the place of
  * `missing` (a path below `view`); the directories between are made with
  * the modes of the real ones, which they merge with. */
@@ -373,14 +389,12 @@ static int overlay_view(const char *view, size_t idx, const struct profile *pr, 
   if (lstat(target, &st) < 0 || mkdir_p(mask, st.st_mode & 07777) < 0)
     return setup_failed(report_fd, errno, "mounts: view of `%s`", view);
   for (size_t i = 0; i < pr->deny_read.n; i++) {
-    char parent[PATH_MAX], missing[PATH_MAX], probe[PATH_MAX];
-    nearest_existing_parent(pr->deny_read.v[i], parent);
-    if (strcmp(parent, "/") == 0 || !path_is_under(parent, view))
-      continue;
-    first_below(parent, pr->deny_read.v[i], missing);
-    in_root(probe, missing);
-    if (lstat(probe, &st) == 0)
-      continue; /* it exists: deny_read() masks it */
+    char parent[PATH_MAX], missing[PATH_MAX];
+    const char *path = pr->deny_read.v[i];
+    parent_of(path, &denied[i], parent);
+    if (denied[i].exists || !denied[i].parent_len || !path_is_under(parent, view))
+      continue; /* one that exists is masked by deny_read() */
+    snprintf(missing, sizeof missing, "%.*s", (int)denied[i].missing_len, path);
     if (add_whiteout(mask, view, missing) < 0)
       return setup_failed(report_fd, errno, "mounts: view of `%s`: whiteout", missing);
   }
@@ -406,12 +420,16 @@ static int overlay_view(const char *view, size_t idx, const struct profile *pr, 
 static int build_views(const struct profile *pr, int report_fd) {
   static char parents[64][PATH_MAX];
   size_t np = 0;
+  if (pr->deny_read.n > MAX_DENIED)
+    return setup_failed(report_fd, E2BIG, "mounts: more than 1024 deny-read paths%s", "");
+  probe_denied(pr);
   for (size_t i = 0; i < pr->deny_read.n; i++) {
     char parent[PATH_MAX];
-    nearest_existing_parent(pr->deny_read.v[i], parent);
+    parent_of(pr->deny_read.v[i], &denied[i], parent);
     /* A parent inside a write root must stay writable: no view there. */
-    if (strcmp(parent, "/") == 0 || under_any(parent, &pr->write_roots))
+    if (!denied[i].parent_len || under_any(parent, &pr->write_roots))
       continue;
+    denied[i].viewed = true;
     bool seen = false;
     for (size_t k = 0; k < np && !seen; k++)
       seen = strcmp(parents[k], parent) == 0;
@@ -548,7 +566,7 @@ int mounts_apply(const struct linux_plan *lp, int report_fd) {
       return -1;
   /* 6. */
   for (size_t i = 0; i < pr->deny_read.n; i++)
-    if (deny_read(pr->deny_read.v[i], pr, report_fd) < 0)
+    if (deny_read(i, pr, report_fd) < 0)
       return -1;
   if (pr->restricted_read) {
     in_root(path, "/");
