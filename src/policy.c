@@ -304,7 +304,41 @@ static bool resolve_existing(const char *path, char out[PATH_MAX]) {
   return realpath(path, out) != NULL;
 }
 
-char *path_resolve(const char *path, corral_error *err) {
+/* Parents already resolved during one profile_resolve: most secret stores
+ * do not exist and share a parent (HOME, its .config), which is then
+ * resolved once instead of once per store. */
+struct resolve_cache {
+  size_t n;
+  char *in[8], *out[8];
+};
+
+static void resolve_cache_free(struct resolve_cache *c) {
+  for (size_t i = 0; i < c->n; i++)
+    free(c->in[i]), free(c->out[i]);
+  c->n = 0;
+}
+
+static bool resolve_parent(const char *path, char out[PATH_MAX], struct resolve_cache *c) {
+  for (size_t i = 0; c && i < c->n; i++)
+    if (strcmp(c->in[i], path) == 0) {
+      snprintf(out, PATH_MAX, "%s", c->out[i]);
+      return true;
+    }
+  if (!resolve_existing(path, out))
+    return false;
+  if (c && c->n < ARRAY_SIZE(c->in)) {
+    char *in = strdup(path), *o = strdup(out);
+    if (in && o) {
+      c->in[c->n] = in;
+      c->out[c->n++] = o;
+    } else {
+      free(in), free(o);
+    }
+  }
+  return true;
+}
+
+static char *resolve_cached(const char *path, struct resolve_cache *cache, corral_error *err) {
   char buf[PATH_MAX * 2];
   const char *home = getenv("HOME");
   if (path[0] == '~' && (path[1] == '/' || path[1] == '\0')) {
@@ -336,7 +370,7 @@ char *path_resolve(const char *path, corral_error *err) {
   if (slash && slash != buf) {
     *slash = '\0';
     char rp[PATH_MAX];
-    if (resolve_existing(buf, rp)) {
+    if (resolve_parent(buf, rp, cache)) {
       size_t need = strlen(rp) + strlen(slash + 1) + 2;
       char *out = malloc(need);
       if (out)
@@ -348,8 +382,11 @@ char *path_resolve(const char *path, corral_error *err) {
   return strdup(buf);
 }
 
-static int add_resolved(struct path_list *l, const char *p, corral_error *err) {
-  char *r = path_resolve(p, err);
+char *path_resolve(const char *path, corral_error *err) { return resolve_cached(path, NULL, err); }
+
+static int add_resolved(struct path_list *l, const char *p, struct resolve_cache *cache,
+                        corral_error *err) {
+  char *r = resolve_cached(p, cache, err);
   if (!r)
     return err ? err->code : -EINVAL;
   int rc = path_list_has(l, r) ? 0 : path_list_add(l, r);
@@ -360,7 +397,8 @@ static int add_resolved(struct path_list *l, const char *p, corral_error *err) {
 /* The usual secret stores of the user running corral.  Paths that do not
  * exist are kept: a store created while the command runs must stay
  * unreadable too (mounts.c hides them through their parent's view). */
-static int add_secret_stores(struct path_list *l, corral_error *err) {
+static int add_secret_stores(struct path_list *l, struct resolve_cache *cache,
+                             corral_error *err) {
   const char *home = getenv("HOME");
   if (!home || home[0] != '/')
     return 0;
@@ -373,7 +411,7 @@ static int add_secret_stores(struct path_list *l, corral_error *err) {
   int r = 0;
   for (size_t i = 0; i < ARRAY_SIZE(in_home) && r == 0; i++) {
     snprintf(buf, sizeof buf, "%s/%s", home, in_home[i]);
-    r = add_resolved(l, buf, err);
+    r = add_resolved(l, buf, cache, err);
   }
   struct {
     const char *env, *fallback_fmt, *fallback_base, *suffix;
@@ -395,7 +433,7 @@ static int add_secret_stores(struct path_list *l, corral_error *err) {
     else
       continue;
     snprintf(buf, sizeof buf, "%s%s", base, vars[i].suffix);
-    r = add_resolved(l, buf, err);
+    r = add_resolved(l, buf, cache, err);
   }
   /* KUBECONFIG is a list. */
   const char *kube = getenv("KUBECONFIG");
@@ -405,18 +443,18 @@ static int add_secret_stores(struct path_list *l, corral_error *err) {
     for (char *save, *tok = strtok_r(list, ":", &save); tok && r == 0;
          tok = strtok_r(NULL, ":", &save))
       if (tok[0] == '/')
-        r = add_resolved(l, tok, err);
+        r = add_resolved(l, tok, cache, err);
   } else if (r == 0) {
     snprintf(buf, sizeof buf, "%s/.kube/config", home);
-    r = add_resolved(l, buf, err);
+    r = add_resolved(l, buf, cache, err);
   }
   if (r == 0) {
     snprintf(buf, sizeof buf, "%s/git/credentials", cfg);
-    r = add_resolved(l, buf, err);
+    r = add_resolved(l, buf, cache, err);
   }
   if (r == 0) {
     snprintf(buf, sizeof buf, "%s/corral", cfg);
-    r = add_resolved(l, buf, err);
+    r = add_resolved(l, buf, cache, err);
   }
   return r;
 }
@@ -447,6 +485,7 @@ static int by_length(const void *a, const void *b) {
 int profile_resolve(const corral_policy *p, char *const *roots, size_t nroots, struct profile *pr,
                     corral_error *err) {
   int r = 0;
+  struct resolve_cache cache = {0};
   memset(pr, 0, sizeof *pr);
   pr->enforce = p->enforce;
   pr->network_allow = p->network_allow;
@@ -454,37 +493,38 @@ int profile_resolve(const corral_policy *p, char *const *roots, size_t nroots, s
   const struct path_list *L = p->lists;
   if (p->workspace_writable)
     for (size_t i = 0; i < nroots && r == 0; i++)
-      r = add_resolved(&pr->write_roots, roots[i], err);
+      r = add_resolved(&pr->write_roots, roots[i], &cache, err);
   /* A workspace at / (corral started from the root directory) would make
    * the whole disk writable: refuse rather than enforce nothing. */
   if (r == 0 && path_list_has(&pr->write_roots, "/")) {
+    resolve_cache_free(&cache);
     profile_free(pr);
     return error_set(err, CORRAL_EINVALID, 0,
                      "workspace root `/` would make the whole filesystem writable; "
                      "run from the project's directory or pass --workspace DIR");
   }
   for (size_t i = 0; i < L[CORRAL_POLICY_ALLOW_WRITE].n && r == 0; i++)
-    r = add_resolved(&pr->write_roots, L[CORRAL_POLICY_ALLOW_WRITE].v[i], err);
+    r = add_resolved(&pr->write_roots, L[CORRAL_POLICY_ALLOW_WRITE].v[i], &cache, err);
   if (p->temp && r == 0) {
-    r = add_resolved(&pr->write_roots, "/tmp", err);
+    r = add_resolved(&pr->write_roots, "/tmp", &cache, err);
     const char *tmpdir = getenv("TMPDIR");
     if (r == 0 && tmpdir && tmpdir[0] == '/')
-      r = add_resolved(&pr->write_roots, tmpdir, err);
+      r = add_resolved(&pr->write_roots, tmpdir, &cache, err);
   }
   if (L[CORRAL_POLICY_READ_ROOTS].n == 0 && r == 0)
     r = path_list_add(&pr->read_roots, "/");
   for (size_t i = 0; i < L[CORRAL_POLICY_READ_ROOTS].n && r == 0; i++)
-    r = add_resolved(&pr->read_roots, L[CORRAL_POLICY_READ_ROOTS].v[i], err);
+    r = add_resolved(&pr->read_roots, L[CORRAL_POLICY_READ_ROOTS].v[i], &cache, err);
   for (size_t i = 0; i < L[CORRAL_POLICY_DENY_READ].n && r == 0; i++)
-    r = add_resolved(&pr->deny_read, L[CORRAL_POLICY_DENY_READ].v[i], err);
+    r = add_resolved(&pr->deny_read, L[CORRAL_POLICY_DENY_READ].v[i], &cache, err);
   if (r == 0 && p->enforce)
-    r = add_secret_stores(&pr->deny_read, err);
+    r = add_secret_stores(&pr->deny_read, &cache, err);
   for (size_t i = 0; i < L[CORRAL_POLICY_ALLOW_READ].n && r == 0; i++)
-    r = add_resolved(&pr->allow_read, L[CORRAL_POLICY_ALLOW_READ].v[i], err);
+    r = add_resolved(&pr->allow_read, L[CORRAL_POLICY_ALLOW_READ].v[i], &cache, err);
   if (r == 0)
     drop_reincluded(&pr->deny_read, &pr->allow_read);
   for (size_t i = 0; i < L[CORRAL_POLICY_DENY_WRITE].n && r == 0; i++)
-    r = add_resolved(&pr->deny_write, L[CORRAL_POLICY_DENY_WRITE].v[i], err);
+    r = add_resolved(&pr->deny_write, L[CORRAL_POLICY_DENY_WRITE].v[i], &cache, err);
   if (p->protected_set) {
     for (size_t i = 0; i < L[CORRAL_POLICY_PROTECTED_NAMES].n && r == 0; i++)
       r = path_list_add(&pr->protected_names, L[CORRAL_POLICY_PROTECTED_NAMES].v[i]);
@@ -494,6 +534,7 @@ int profile_resolve(const corral_policy *p, char *const *roots, size_t nroots, s
   }
   for (size_t i = 0; i < L[CORRAL_POLICY_SENSITIVE_ENV].n && r == 0; i++)
     r = path_list_add(&pr->sensitive_env, L[CORRAL_POLICY_SENSITIVE_ENV].v[i]);
+  resolve_cache_free(&cache);
   pr->restricted_read = !path_list_has(&pr->read_roots, "/");
   for (size_t i = 0; i < ARRAY_SIZE(platform_candidates) && r == 0; i++) {
     struct stat st;

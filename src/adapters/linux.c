@@ -6,7 +6,8 @@
  *   1. (supervisor) uid/gid maps written for the new user namespace;
  *   2. (network denied) a private network namespace with loopback up, made
  *      by a child of init while init goes on with 3, and joined after it;
- *   3. the filesystem: mounts.c, ending in pivot_root;
+ *   3. the filesystem: mounts.c, ending in pivot_root (its first steps,
+ *      which create no file, before the uid/gid maps);
  *   4. Landlock over the write roots, and signal/abstract-socket scoping;
  *   5. every capability dropped, no_new_privs;
  *   6. seccomp, last: it was compiled before the clone.
@@ -25,7 +26,9 @@ struct linux_adapter {
 
 static int linux_init_early(const launch_plan *plan, int report_fd) {
   const struct linux_plan *lp = plan->adapter_data;
-  return lp->profile.network_allow ? 0 : ns_net_begin_apply(report_fd);
+  if (!lp->profile.network_allow && ns_net_begin_apply(report_fd) < 0)
+    return -1;
+  return mounts_clone_apply(lp, report_fd);
 }
 
 static int linux_init_setup(const launch_plan *plan, int report_fd) {

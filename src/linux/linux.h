@@ -63,6 +63,7 @@ void ns_obstacle(char *why, size_t whylen);
 bool ns_available(char *why, size_t whylen);
 
 /* mounts.c */
+int mounts_clone_apply(const struct linux_plan *lp, int report_fd); /* before the id maps */
 int mounts_apply(const struct linux_plan *lp, int report_fd);
 
 /* landlock.c */

@@ -497,17 +497,18 @@ static int make_dev(int report_fd) {
   return 0;
 }
 
-int mounts_apply(const struct linux_plan *lp, int report_fd) {
-  const struct profile *pr = &lp->profile;
-  const uint64_t ro = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
-  size_t nwrite, nread = 0, nallow;
-  char path[PATH_MAX];
+/* Steps 1 and 2 create no file, so init takes them before its uid/gid
+ * maps are written; the rest waits for them. */
+static int root_fd = -1;
+static size_t nwrite, nread, nallow;
 
+int mounts_clone_apply(const struct linux_plan *lp, int report_fd) {
+  const struct profile *pr = &lp->profile;
   /* 1. */
   if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
     return setup_failed(report_fd, errno, "mounts: make `%s` private", "/");
   /* 2. */
-  int root_fd = -1;
+  nread = 0;
   if (!pr->restricted_read) {
     root_fd = clone_fd("/");
     if (root_fd < 0)
@@ -527,6 +528,13 @@ int mounts_apply(const struct linux_plan *lp, int report_fd) {
       clone_list(&pr->allow_read, allow_src, &nallow, report_fd,
                  "mounts: clone allow-read `%s`") < 0)
     return -1;
+  return 0;
+}
+
+int mounts_apply(const struct linux_plan *lp, int report_fd) {
+  const struct profile *pr = &lp->profile;
+  const uint64_t ro = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+  char path[PATH_MAX];
 
   /* 3. */
   if (mount("tmpfs", SCRATCH, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0700") < 0)
@@ -538,7 +546,9 @@ int mounts_apply(const struct linux_plan *lp, int report_fd) {
 
   /* 4. */
   if (root_fd >= 0) {
-    if (attach(root_fd, NEWROOT) < 0 || set_attr(NEWROOT, ro, 0, true) < 0)
+    int fd = root_fd;
+    root_fd = -1;
+    if (attach(fd, NEWROOT) < 0 || set_attr(NEWROOT, ro, 0, true) < 0)
       return setup_failed(report_fd, errno, "mounts: read-only root `%s`", "/");
   } else {
     if (mount("tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") < 0)
