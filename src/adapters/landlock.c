@@ -181,7 +181,7 @@ corral_adapter *adapter_new_landlock(const corral_policy *policy, bool allow_deg
   }
   la->allow_degraded = allow_degraded;
   struct profile pr = {.block_unix = la->policy->block_unix};
-  if (seccomp_compile(&pr, !la->policy->network_allow, &la->seccomp, err) < 0) {
+  if (seccomp_program(&pr, !la->policy->network_allow, &la->seccomp, err) < 0) {
     corral_policy_free(la->policy);
     free(la);
     return NULL;

@@ -141,7 +141,7 @@ corral_adapter *corral_adapter_new_linux(const corral_policy *policy, corral_err
     return NULL;
   }
   struct profile pr = {.block_unix = la->policy->block_unix};
-  if (seccomp_compile(&pr, false, &la->seccomp, err) < 0) {
+  if (seccomp_program(&pr, false, &la->seccomp, err) < 0) {
     corral_policy_free(la->policy);
     free(la);
     return NULL;

@@ -72,8 +72,9 @@ int landlock_apply(const struct linux_plan *lp, int report_fd);
 
 /* seccomp.c */
 /* deny_inet: no socket other than AF_UNIX (network denial without a
- * network namespace, for the landlock-only adapter). */
-int seccomp_compile(const struct profile *pr, bool deny_inet, struct sock_fprog *prog,
+ * network namespace, for the landlock-only adapter).  The build's copy
+ * when there is one, else compiled now; prog->filter is malloc'd. */
+int seccomp_program(const struct profile *pr, bool deny_inet, struct sock_fprog *prog,
                     corral_error *err);
 int seccomp_apply(const struct sock_fprog *prog, int report_fd);
 

@@ -1,98 +1,40 @@
 /*
- * seccomp.c — the system calls no sandboxed command needs and an attacker
- * would want: ptrace, reading or writing another process's memory,
- * io_uring (which bypasses seccomp), terminal injection, and — when the
- * policy asks — creating Unix sockets.
+ * seccomp.c — the seccomp program (seccomp_rules.c) as the build compiled
+ * it, and loading it in init, last, after every other step.
  *
- * libseccomp compiles the program in the supervisor (it gets the
- * architecture checks and the x32 ABI right); init only loads the ready
- * BPF, last, after every other step.
+ * Compiling with libseccomp costs a fresh process about 80 us, a fair part
+ * of a sandboxed `true`; the build compiles every variant once, with the
+ * same code, and embeds them.  A build without them (cross-compiled)
+ * compiles at run time.
  */
-#include <fcntl.h>
 #include <linux/seccomp.h>
-#include <seccomp.h>
-#include <sys/ioctl.h>
-#include <sys/mman.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 
 #include "../internal.h"
 #include "../launch.h"
 #include "linux.h"
+#include "seccomp_rules.h"
 
-static int add_native_arches(scmp_filter_ctx ctx) {
-  /* Every ABI this machine can execute gets the same rules: a 32-bit or
-   * x32 binary must not be a way around them. */
-#if defined(__x86_64__)
-  static const uint32_t extra[] = {SCMP_ARCH_X86, SCMP_ARCH_X32};
-#elif defined(__aarch64__)
-  static const uint32_t extra[] = {SCMP_ARCH_ARM};
-#else
-  static const uint32_t extra[] = {0};
+#ifdef CORRAL_EMBEDDED_SECCOMP
+#include "seccomp_programs.h"
 #endif
-  for (size_t i = 0; i < ARRAY_SIZE(extra); i++) {
-    if (!extra[i])
-      continue;
-    int r = seccomp_arch_add(ctx, extra[i]);
-    if (r < 0 && r != -EEXIST)
-      return r;
-  }
-  return 0;
-}
 
-int seccomp_compile(const struct profile *pr, bool deny_inet, struct sock_fprog *prog,
+int seccomp_program(const struct profile *pr, bool deny_inet, struct sock_fprog *prog,
                     corral_error *err) {
-  scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
-  if (!ctx)
-    return error_set(err, CORRAL_ESETUP, 0, "seccomp: init failed");
-  int r = add_native_arches(ctx);
-  const uint32_t deny = SCMP_ACT_ERRNO(EPERM);
-  static const char *const denied[] = {"ptrace",           "process_vm_readv",
-                                       "process_vm_writev", "io_uring_setup",
-                                       "io_uring_enter",    "io_uring_register"};
-  for (size_t i = 0; i < ARRAY_SIZE(denied) && r == 0; i++) {
-    int nr = seccomp_syscall_resolve_name(denied[i]);
-    if (nr != __NR_SCMP_ERROR)
-      r = seccomp_rule_add(ctx, deny, nr, 0);
+#ifdef CORRAL_EMBEDDED_SECCOMP
+  for (size_t i = 0; i < ARRAY_SIZE(seccomp_programs); i++) {
+    const struct embedded_program *e = &seccomp_programs[i];
+    if (e->block_unix != pr->block_unix || e->deny_inet != deny_inet)
+      continue;
+    prog->filter = malloc(e->len * sizeof *e->insns);
+    if (!prog->filter)
+      return error_set(err, -ENOMEM, ENOMEM, "out of memory");
+    memcpy(prog->filter, e->insns, e->len * sizeof *e->insns);
+    prog->len = e->len;
+    return 0;
   }
-  /* ioctl's request is an int: compare the low 32 bits only. */
-  if (r == 0)
-    r = seccomp_rule_add(ctx, deny, SCMP_SYS(ioctl), 1,
-                         SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCSTI));
-  if (r == 0)
-    r = seccomp_rule_add(ctx, deny, SCMP_SYS(ioctl), 1,
-                         SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCLINUX));
-  if (r == 0 && pr->block_unix)
-    r = seccomp_rule_add(ctx, deny, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
-  if (r == 0 && deny_inet)
-    r = seccomp_rule_add(ctx, deny, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_NE, AF_UNIX));
-  if (r < 0) {
-    seccomp_release(ctx);
-    return error_set(err, CORRAL_ESETUP, -r, "seccomp: adding rules: %s", strerror(-r));
-  }
-  /* libseccomp 2.5 exports BPF only to a descriptor. */
-  int fd = memfd_create("corral-seccomp", MFD_CLOEXEC);
-  if (fd < 0) {
-    seccomp_release(ctx);
-    return error_sys(err, "seccomp: memfd_create");
-  }
-  r = seccomp_export_bpf(ctx, fd);
-  seccomp_release(ctx);
-  off_t size = lseek(fd, 0, SEEK_END);
-  if (r < 0 || size <= 0 || size % sizeof(struct sock_filter)) {
-    close(fd);
-    return error_set(err, CORRAL_ESETUP, 0, "seccomp: exporting the program failed");
-  }
-  struct sock_filter *f = malloc((size_t)size);
-  if (!f || pread(fd, f, (size_t)size, 0) != size) {
-    free(f);
-    close(fd);
-    return error_set(err, CORRAL_ESETUP, 0, "seccomp: reading the program back failed");
-  }
-  close(fd);
-  prog->filter = f;
-  prog->len = (unsigned short)(size / sizeof(struct sock_filter));
-  return 0;
+#endif
+  return seccomp_compile(pr->block_unix, deny_inet, prog, err);
 }
 
 int seccomp_apply(const struct sock_fprog *prog, int report_fd) {

@@ -19,6 +19,8 @@
 #include "adapter.h"
 #include "corral.h"
 #include "internal.h"
+#include "linux/linux.h"
+#include "linux/seccomp_rules.h"
 
 /* ------------------------------------------------------- test adapter */
 
@@ -573,6 +575,22 @@ static void test_concurrent_runs(void **state) {
   corral_policy_free(p);
 }
 
+/* The program the build embedded is the one libseccomp makes here and now
+ * (a stale or foreign one would be a silently different sandbox). */
+static void test_seccomp_embedded_is_current(void **state) {
+  (void)state;
+  for (int v = 0; v < 4; v++) {
+    struct profile pr = {.block_unix = v & 1};
+    struct sock_fprog built = {0}, now = {0};
+    assert_int_equal(seccomp_program(&pr, v & 2, &built, NULL), 0);
+    assert_int_equal(seccomp_compile(v & 1, v & 2, &now, NULL), 0);
+    assert_int_equal(built.len, now.len);
+    assert_memory_equal(built.filter, now.filter, now.len * sizeof *now.filter);
+    free(built.filter);
+    free(now.filter);
+  }
+}
+
 int main(void) {
   signal(SIGPIPE, SIG_DFL);
   const struct CMUnitTest tests[] = {
@@ -596,6 +614,7 @@ int main(void) {
       cmocka_unit_test(test_no_fd_leak),
       cmocka_unit_test(test_linux_adapter_with_threads),
       cmocka_unit_test(test_concurrent_runs),
+      cmocka_unit_test(test_seccomp_embedded_is_current),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
