@@ -5,12 +5,13 @@
  * Setup order inside init (each later step relies on the earlier ones):
  *   1. (supervisor) uid/gid maps written for the new user namespace;
  *   2. (network denied) a private network namespace with loopback up, made
- *      by a child of init while init goes on with 3, and joined after it;
+ *      by a child of init while init goes on with 3, and joined after it
+ *      (not after 4: Landlock forbids reaching into the child);
  *   3. the filesystem: mounts.c, ending in pivot_root (its first steps,
  *      which create no file, before the uid/gid maps);
  *   4. Landlock over the write roots, and signal/abstract-socket scoping;
  *   5. every capability dropped, no_new_privs;
- *   6. seccomp, last: it was compiled before the clone.
+ *   6. seccomp, last: the build compiled it (seccomp.c).
  * Any failure is reported with the step and nothing runs (fail closed).
  */
 #include <stdio.h>

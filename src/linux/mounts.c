@@ -317,8 +317,10 @@ static int build_view(const char *parent, const struct profile *pr, int report_f
 
 /* In mask directory `mask` standing for `view`, a whiteout at the place of
  * `missing` (a path below `view`); the directories between are made with
- * the modes of the real ones, which they merge with. */
+ * the modes of the real ones, which they merge with.  The first whiteout
+ * is made, the others are links to it (cheaper, and overlayfs's own way). */
 static int add_whiteout(const char *mask, const char *view, const char *missing) {
+  static char first[PATH_MAX];
   char path[PATH_MAX], real[PATH_MAX];
   size_t vlen = strlen(view);
   snprintf(path, sizeof path, "%s%s", mask, missing + vlen);
@@ -331,7 +333,12 @@ static int add_whiteout(const char *mask, const char *view, const char *missing)
       return -1;
     *p = '/';
   }
-  return mknod(path, S_IFCHR | 0000, 0) < 0 && errno != EEXIST ? -1 : 0;
+  if (first[0] && link(first, path) == 0)
+    return 0;
+  if (mknod(path, S_IFCHR | 0000, 0) < 0)
+    return errno == EEXIST ? 0 : -1;
+  snprintf(first, sizeof first, "%s", path);
+  return 0;
 }
 
 /* Roots already attached under the view directory: the overlay covers
@@ -468,8 +475,7 @@ static int make_dev(int report_fd) {
     char host[64];
     snprintf(host, sizeof host, "/dev/%s", nodes[i]);
     in_root(path, host);
-    int fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
-    if (fd < 0 || close(fd) < 0 || mount(host, path, NULL, MS_BIND, NULL) < 0)
+    if (mknod(path, S_IFREG | 0644, 0) < 0 || mount(host, path, NULL, MS_BIND, NULL) < 0)
       return setup_failed(report_fd, errno, "dev: bind `%s`", host);
   }
   in_root(path, "/dev/pts");
