@@ -6,7 +6,9 @@
  *   1. (supervisor) uid/gid maps written for the new user namespace;
  *   2. (network denied) a private network namespace with loopback up, made
  *      by a child of init while init goes on with 3, and joined after it
- *      (not after 4: Landlock forbids reaching into the child);
+ *      (not after 4: Landlock forbids reaching into the child); the same
+ *      child then detaches the old root while init goes on with 4 and 5,
+ *      and init waits for that before 6;
  *   3. the filesystem: mounts.c, ending in pivot_root (its first steps,
  *      which create no file, before the uid/gid maps);
  *   4. Landlock over the write roots, and signal/abstract-socket scoping;
@@ -34,10 +36,11 @@ static int linux_init_early(const launch_plan *plan, int report_fd) {
 
 static int linux_init_setup(const launch_plan *plan, int report_fd) {
   const struct linux_plan *lp = plan->adapter_data;
-  if (mounts_apply(lp, report_fd) < 0 ||
-      (!lp->profile.network_allow && ns_net_join_apply(report_fd) < 0) ||
-      landlock_apply(lp, report_fd) < 0 ||
-      ns_drop_privileges_apply(report_fd) < 0 || seccomp_apply(&lp->seccomp, report_fd) < 0)
+  bool helper = !lp->profile.network_allow;
+  if (mounts_apply(lp, !helper, report_fd) < 0 || (helper && ns_net_join_apply(report_fd) < 0) ||
+      landlock_apply(lp, report_fd) < 0 || ns_drop_privileges_apply(report_fd) < 0 ||
+      (helper && ns_net_detached_apply(report_fd) < 0) ||
+      seccomp_apply(&lp->seccomp, report_fd) < 0)
     return -1;
   return 0;
 }

@@ -52,7 +52,10 @@ int ns_write_id_maps(pid_t child, uid_t uid, gid_t gid, corral_error *err);
 /* A private network namespace with loopback up: begun by init before the
  * uid/gid maps, joined after the mounts. */
 int ns_net_begin_apply(int report_fd);
+/* Joins the namespace and hands the child the old root to detach (after
+ * mounts_apply(..., false)); ns_net_detached_apply waits for that. */
 int ns_net_join_apply(int report_fd);
+int ns_net_detached_apply(int report_fd);
 int ns_drop_privileges_apply(int report_fd);
 int prctl_no_new_privs(int report_fd);
 /* Why the namespace adapter cannot work here, cheaply (no fork): "" when
@@ -64,7 +67,9 @@ bool ns_available(char *why, size_t whylen);
 
 /* mounts.c */
 int mounts_clone_apply(const struct linux_plan *lp, int report_fd); /* before the id maps */
-int mounts_apply(const struct linux_plan *lp, int report_fd);
+/* detach: unmount the old root after pivot_root here (else someone else
+ * must, before anything untrusted runs). */
+int mounts_apply(const struct linux_plan *lp, bool detach, int report_fd);
 
 /* landlock.c */
 int landlock_abi_version(void);

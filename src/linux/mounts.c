@@ -537,7 +537,7 @@ int mounts_clone_apply(const struct linux_plan *lp, int report_fd) {
   return 0;
 }
 
-int mounts_apply(const struct linux_plan *lp, int report_fd) {
+int mounts_apply(const struct linux_plan *lp, bool detach, int report_fd) {
   const struct profile *pr = &lp->profile;
   const uint64_t ro = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
   char path[PATH_MAX];
@@ -596,8 +596,8 @@ int mounts_apply(const struct linux_plan *lp, int report_fd) {
   if (make_dev(report_fd) < 0)
     return -1;
   /* 8. */
-  if (chdir(NEWROOT) < 0 || syscall(SYS_pivot_root, ".", ".") < 0 || umount2(".", MNT_DETACH) < 0 ||
-      chdir("/") < 0)
+  if (chdir(NEWROOT) < 0 || syscall(SYS_pivot_root, ".", ".") < 0 ||
+      (detach && umount2(".", MNT_DETACH) < 0) || chdir("/") < 0)
     return setup_failed(report_fd, errno, "mounts: pivot_root into `%s`", NEWROOT);
   return 0;
 }

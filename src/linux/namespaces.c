@@ -9,6 +9,7 @@
 #include <sched.h>
 #include <stdio.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -93,19 +94,34 @@ static struct {
 
 struct net_result {
   int err;
-  char step; /* 'n' the namespace, 'l' its loopback */
+  char step; /* 'n' the namespace, 'l' its loopback, 'd' the detach */
 };
 
+static ssize_t read_byte(int fd, char *c) {
+  ssize_t n;
+  while ((n = read(fd, c, 1)) < 0 && errno == EINTR)
+    ;
+  return n;
+}
+
+/* After the namespace, the child takes one more step off init's path when
+ * asked ('d'): detaching the old root that init's pivot_root left on top
+ * of the new one.  An unmount waits for an RCU grace period; init drops
+ * its privileges meanwhile, and waits for this before the command runs. */
 static _Noreturn void net_child(int ready, int hold) {
   struct net_result res = {0, 0};
   if (unshare(CLONE_NEWNET) < 0)
     res = (struct net_result){errno, 'n'};
   else if (loopback_up() < 0)
     res = (struct net_result){errno, 'l'};
-  if (write(ready, &res, sizeof res) == sizeof res) {
-    char c;
-    while (read(hold, &c, 1) < 0 && errno == EINTR)
-      ;
+  char c;
+  if (write(ready, &res, sizeof res) == sizeof res && !res.err && read_byte(hold, &c) == 1) {
+    res = (struct net_result){0, 'd'};
+    /* pivot_root made the new root this process's root too. */
+    if (chdir("/") < 0 || umount2(".", MNT_DETACH) < 0)
+      res.err = errno;
+    if (write(ready, &res, sizeof res) == sizeof res)
+      read_byte(hold, &c);
   }
   _exit(0);
 }
@@ -158,7 +174,6 @@ int ns_net_join_apply(int report_fd) {
     n = read(net.ready, &res, sizeof res);
   while (n < 0 && errno == EINTR);
   int e = errno;
-  close(net.ready);
   int r = 0;
   if (n != sizeof res)
     r = setup_failed(report_fd, n < 0 ? e : EPIPE, "network: `%s` ended early",
@@ -168,9 +183,27 @@ int ns_net_join_apply(int report_fd) {
                      res.step == 'n' ? "network: new namespace%s" : "network: bring up `lo`%s", "");
   else if (setns(net.pidfd, CLONE_NEWNET) < 0)
     r = setup_failed(report_fd, errno, "network: join the private namespace%s", "");
-  close(net.hold); /* the child exits; init reaps it with the rest */
+  else if (write(net.hold, "d", 1) != 1)
+    r = setup_failed(report_fd, errno, "mounts: hand over `%s`", "the old root");
   close(net.pidfd);
   return r;
+}
+
+int ns_net_detached_apply(int report_fd) {
+  struct net_result res;
+  ssize_t n;
+  do
+    n = read(net.ready, &res, sizeof res);
+  while (n < 0 && errno == EINTR);
+  int e = errno;
+  close(net.ready);
+  close(net.hold); /* the child exits; init reaps it with the rest */
+  if (n != sizeof res || res.step != 'd')
+    return setup_failed(report_fd, n < 0 ? e : EPIPE, "mounts: detach `%s`: no answer",
+                        "the old root");
+  if (res.err)
+    return setup_failed(report_fd, res.err, "mounts: detach `%s`", "the old root");
+  return 0;
 }
 
 int ns_drop_privileges_apply(int report_fd) {

@@ -152,5 +152,15 @@ cr -- ln -s "$outside" "$ws/.corral" 2>/dev/null; expect_eq 125 $?
 expect_absent "$ws/.corral"
 [ -d "$outside" ] && pass || fail "the symlink's target was removed"
 
+# Climb out of the new root through ".." from a mount point, and look for
+# the host's old root left in the mount table (pivot_root leaves it on top
+# of the new root until it is detached).
+case_ "the old root after pivot_root"
+out=$(cr -- sh -c "echo evil > /tmp/../../$(basename "$outside")-dotdot; ls -a /tmp/../.. | wc -l; ls -a / | wc -l; awk '\$5 == \"/\"' /proc/self/mountinfo | wc -l" 2>/dev/null)
+expect_eq "$(cr -- sh -c 'ls -a / | wc -l')
+$(cr -- sh -c 'ls -a / | wc -l')
+1" "$out"
+expect_absent "/$(basename "$outside")-dotdot"
+
 echo "escape cases: $cases"
 finish
