@@ -9,20 +9,24 @@
  *   3. cover /tmp with a scratch tmpfs and build the new root in it — every
  *      directory or file created as a mount point lives in a tmpfs of ours,
  *      never on the host;
- *   4. attach the root read-only, nosuid, nodev; the write roots writable;
- *   5. deny-write paths: bound onto themselves, read-only;
- *   6. deny-read paths: first their parent directory (the nearest one that
+ *   4. attach the root read-only, nosuid, nodev;
+ *   5. the parent directory of each deny-read path (the nearest one that
  *      exists, outside the write roots) gets a read-only "view", so that a
  *      secret created or renamed into place on the host while the command
  *      runs never appears.  The view is an overlay whose upper layer holds
  *      a whiteout for each missing denied name: one mount, whatever the
  *      directory holds.  Where overlayfs cannot be had, it is a tmpfs
  *      holding binds of the directory's other entries as they are at
- *      start.  Then an empty read-only tmpfs over a denied directory that
- *      exists, an unreadable empty file over a denied file, and allow-read
- *      paths bound back in;
- *   7. a fresh /proc (only the sandbox's processes) and a minimal /dev;
- *   8. pivot_root into the new root and detach the old one.
+ *      start;
+ *   6. the write roots, writable, on top (of a view too).  With restricted
+ *      reads they come before 5 instead: their mount points are made in
+ *      the new root, which a view would make read-only;
+ *   7. deny-write paths: bound onto themselves, read-only;
+ *   8. deny-read paths: an empty read-only tmpfs over a denied directory
+ *      that exists, an unreadable empty file over a denied file, and
+ *      allow-read paths bound back in;
+ *   9. a fresh /proc (only the sandbox's processes) and a minimal /dev;
+ *  10. pivot_root into the new root and detach the old one.
  *
  * Runs inside init: no allocation; fixed tables of descriptors.
  */
@@ -341,14 +345,16 @@ static int add_whiteout(const char *mask, const char *view, const char *missing)
   return 0;
 }
 
-/* Roots already attached under the view directory: the overlay covers
- * them, so the outermost are cloned before and put back after.  (The
- * host's own mounts below it need nothing: overlayfs refuses a lower
- * directory with mounts inherited from the host, and that directory gets
- * the bind view, which carries them.) */
+/* Roots already attached under the view directory (only with restricted
+ * reads): the overlay covers them, so the outermost are cloned before and
+ * put back after.  (The host's own mounts below it need nothing: overlayfs
+ * refuses a lower directory with mounts inherited from the host, and that
+ * directory gets the bind view, which carries them.) */
 #define NCOVER 3
 static size_t clone_covered(const char *view, const struct profile *pr, struct source *out,
                             int report_fd) {
+  if (!pr->restricted_read)
+    return 0;
   const struct path_list *lists[NCOVER] = {&pr->write_roots, &pr->read_roots,
                                            &pr->platform_roots};
   size_t n = 0;
@@ -537,6 +543,11 @@ int mounts_clone_apply(const struct linux_plan *lp, int report_fd) {
   return 0;
 }
 
+static int attach_write_roots(const struct profile *pr, int report_fd) {
+  return attach_sources(write_src, nwrite, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, MOUNT_ATTR_RDONLY,
+                        pr->restricted_read, report_fd, "mounts: write root `%s`");
+}
+
 int mounts_apply(const struct linux_plan *lp, bool detach, int report_fd) {
   const struct profile *pr = &lp->profile;
   const uint64_t ro = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
@@ -568,19 +579,16 @@ int mounts_apply(const struct linux_plan *lp, bool detach, int report_fd) {
         return setup_failed(report_fd, errno, "mounts: mount point `%s`", dirs[i]);
     }
   }
-  if (attach_sources(write_src, nwrite, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, MOUNT_ATTR_RDONLY,
-                     pr->restricted_read, report_fd, "mounts: write root `%s`") < 0)
+  /* 5. and 6. (the other way round with restricted reads) */
+  if ((pr->restricted_read && attach_write_roots(pr, report_fd) < 0) ||
+      build_views(pr, report_fd) < 0 ||
+      (!pr->restricted_read && attach_write_roots(pr, report_fd) < 0))
     return -1;
-  /* Views come after the write roots: a view's binds are recursive
-   * clones, so a write root inside a view's directory is carried into it
-   * still writable. */
-  if (build_views(pr, report_fd) < 0)
-    return -1;
-  /* 5. */
+  /* 7. */
   for (size_t i = 0; i < pr->deny_write.n; i++)
     if (bind_readonly(pr->deny_write.v[i], report_fd) < 0)
       return -1;
-  /* 6. */
+  /* 8. */
   for (size_t i = 0; i < pr->deny_read.n; i++)
     if (deny_read(i, pr, report_fd) < 0)
       return -1;
