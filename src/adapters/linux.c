@@ -93,7 +93,8 @@ static int linux_prepare(corral_adapter *ad, const corral_request *req, launch_p
   int r = linux_plan_prepare(la->policy, &la->seccomp, "linux", req, plan, err);
   if (r < 0)
     return r;
-  plan->clone_flags = ns_clone_flags();
+  const struct linux_plan *lp = plan->adapter_data;
+  plan->clone_flags = ns_clone_flags(lp->profile.network_allow);
   plan->init_early = linux_init_early;
   plan->init_setup = linux_init_setup;
   plan->parent_setup = linux_parent_setup;

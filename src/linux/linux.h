@@ -47,7 +47,7 @@ struct linux_plan {
 };
 
 /* namespaces.c */
-unsigned long ns_clone_flags(void);
+unsigned long ns_clone_flags(bool network_allow);
 int ns_write_id_maps(pid_t child, uid_t uid, gid_t gid, corral_error *err);
 /* A private network namespace with loopback up: begun by init before the
  * uid/gid maps, joined after the mounts. */

@@ -26,10 +26,15 @@ int setup_failed(int report_fd, int saved_errno, const char *fmt, const char *ar
   return -1;
 }
 
-/* Init's namespaces.  A denied network's namespace is not among them: init
- * has it made alongside (ns_net_begin_apply). */
-unsigned long ns_clone_flags(void) {
-  return CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS;
+/* What init's child makes alongside when the network is denied
+ * (ns_net_begin_apply): the network namespace, and the IPC one with it,
+ * off the supervisor's clone. */
+#define ALONGSIDE (CLONE_NEWNET | CLONE_NEWIPC)
+
+/* Init's namespaces, without those made alongside. */
+unsigned long ns_clone_flags(bool network_allow) {
+  unsigned long f = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC;
+  return network_allow ? f : f & ~(unsigned long)ALONGSIDE;
 }
 
 static int write_file(pid_t pid, const char *name, const char *text, corral_error *err) {
@@ -110,7 +115,7 @@ static ssize_t read_byte(int fd, char *c) {
  * its privileges meanwhile, and waits for this before the command runs. */
 static _Noreturn void net_child(int ready, int hold) {
   struct net_result res = {0, 0};
-  if (unshare(CLONE_NEWNET) < 0)
+  if (unshare(ALONGSIDE) < 0)
     res = (struct net_result){errno, 'n'};
   else if (loopback_up() < 0)
     res = (struct net_result){errno, 'l'};
@@ -181,7 +186,7 @@ int ns_net_join_apply(int report_fd) {
   else if (res.err)
     r = setup_failed(report_fd, res.err,
                      res.step == 'n' ? "network: new namespace%s" : "network: bring up `lo`%s", "");
-  else if (setns(net.pidfd, CLONE_NEWNET) < 0)
+  else if (setns(net.pidfd, ALONGSIDE) < 0)
     r = setup_failed(report_fd, errno, "network: join the private namespace%s", "");
   else if (write(net.hold, "d", 1) != 1)
     r = setup_failed(report_fd, errno, "mounts: hand over `%s`", "the old root");
@@ -273,7 +278,7 @@ void ns_obstacle(char *why, size_t whylen) {
 }
 
 bool ns_available(char *why, size_t whylen) {
-  unsigned long flags = ns_clone_flags() | CLONE_NEWNET;
+  unsigned long flags = ns_clone_flags(false) | ALONGSIDE;
   /* unshare in a throwaway child: the probe must not change this process. */
   pid_t pid = fork();
   if (pid < 0) {

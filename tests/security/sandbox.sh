@@ -101,6 +101,18 @@ expect_contains "$out" "0"
 expect_not_contains "$out" sda
 expect_not_contains "$out" vda
 
+t "its own user, mount, pid, ipc, uts and network namespaces"
+nsids() { for n in user mnt pid ipc uts net; do printf '%s ' "$(readlink "/proc/self/ns/$n")"; done; }
+host=$(nsids)
+inside=$(cr -- sh -c "$(declare -f nsids); nsids")
+read -r -a h <<<"$host"; read -r -a i <<<"$inside"
+same=0; for k in 0 1 2 3 4 5; do [ "${h[$k]}" = "${i[$k]}" ] && same=$((same + 1)); done
+expect_eq 0 "$same" "namespaces shared with the host ($host / $inside)"
+inside=$(cr --network allow -- sh -c "$(declare -f nsids); nsids")
+read -r -a i <<<"$inside"
+expect_eq "${h[5]}" "${i[5]}" "--network allow shares the host's network"
+[ "${h[3]}" != "${i[3]}" ] && pass || fail "the ipc namespace is the host's with --network allow"
+
 t "/proc shows only the sandbox"
 sleep 300 & hostpids+=($!); hp=$!
 out=$(cr -- sh -c 'ls /proc | grep -c "^[0-9]*$"')
