@@ -12,8 +12,9 @@
  *   3. the filesystem: mounts.c, ending in pivot_root (its first steps,
  *      which create no file, before the uid/gid maps);
  *   4. Landlock over the write roots, and signal/abstract-socket scoping;
- *   5. every capability dropped, no_new_privs;
- *   6. seccomp, last: the build compiled it (seccomp.c).
+ *   5. every capability dropped (the bounding set early), no_new_privs;
+ *   6. seccomp (compiled by the build, seccomp.c), loaded early: its rules
+ *      refuse nothing the setup does.
  * Any failure is reported with the step and nothing runs (fail closed).
  */
 #include <stdio.h>
@@ -27,11 +28,17 @@ struct linux_adapter {
   struct sock_fprog seccomp;
 };
 
+/* Before the uid/gid maps, what needs none: the network child, the mount
+ * sources, the bounding set, and the seccomp filter (after the child
+ * forks: its rules refuse nothing init or the child does, and loading it
+ * costs the kernel a JIT compile best done while init waits anyway). */
 static int linux_init_early(const launch_plan *plan, int report_fd) {
   const struct linux_plan *lp = plan->adapter_data;
-  if (!lp->profile.network_allow && ns_net_begin_apply(report_fd) < 0)
+  if ((!lp->profile.network_allow && ns_net_begin_apply(report_fd) < 0) ||
+      mounts_clone_apply(lp, report_fd) < 0 || ns_drop_bounding_apply(report_fd) < 0 ||
+      seccomp_apply(&lp->seccomp, report_fd) < 0)
     return -1;
-  return mounts_clone_apply(lp, report_fd);
+  return 0;
 }
 
 static int linux_init_setup(const launch_plan *plan, int report_fd) {
@@ -39,8 +46,7 @@ static int linux_init_setup(const launch_plan *plan, int report_fd) {
   bool helper = !lp->profile.network_allow;
   if (mounts_apply(lp, !helper, report_fd) < 0 || (helper && ns_net_join_apply(report_fd) < 0) ||
       landlock_apply(lp, report_fd) < 0 || ns_drop_privileges_apply(report_fd) < 0 ||
-      (helper && ns_net_detached_apply(report_fd) < 0) ||
-      seccomp_apply(&lp->seccomp, report_fd) < 0)
+      (helper && ns_net_detached_apply(report_fd) < 0))
     return -1;
   return 0;
 }

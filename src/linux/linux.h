@@ -56,7 +56,8 @@ int ns_net_begin_apply(int report_fd);
  * mounts_apply(..., false)); ns_net_detached_apply waits for that. */
 int ns_net_join_apply(int report_fd);
 int ns_net_detached_apply(int report_fd);
-int ns_drop_privileges_apply(int report_fd);
+int ns_drop_bounding_apply(int report_fd);
+int ns_drop_privileges_apply(int report_fd); /* after ns_drop_bounding_apply */
 int prctl_no_new_privs(int report_fd);
 /* Why the namespace adapter cannot work here, cheaply (no fork): "" when
  * nothing speaks against it. */

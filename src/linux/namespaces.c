@@ -211,12 +211,23 @@ int ns_net_detached_apply(int report_fd) {
   return 0;
 }
 
-int ns_drop_privileges_apply(int report_fd) {
-  /* Bounding set first (needs CAP_SETPCAP), then ambient, then the sets
-   * themselves: an execve by uid 0 inside gets nothing back. */
+/* The bounding set limits only what an execve can gain, not what init
+ * holds, so init empties it early (it needs CAP_SETPCAP, which the end of
+ * ns_drop_privileges_apply takes away). */
+int ns_drop_bounding_apply(int report_fd) {
   for (int cap = 0; cap <= 63; cap++)
-    if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
+    if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0) {
+      if (errno == EINVAL)
+        break; /* past the kernel's last capability */
       return setup_failed(report_fd, errno, "capabilities: drop bounding set%s", "");
+    }
+  return 0;
+}
+
+int ns_drop_privileges_apply(int report_fd) {
+  /* The bounding set is already empty (ns_drop_bounding_apply); then the
+   * ambient set, then the sets themselves: an execve by uid 0 inside gets
+   * nothing back. */
   if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
     return setup_failed(report_fd, errno, "capabilities: clear ambient%s", "");
   struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
