@@ -172,17 +172,20 @@ int ns_net_begin_apply(int report_fd) {
   return 0;
 }
 
-int ns_net_join_apply(int report_fd) {
-  struct net_result res;
+/* The child's next answer: 0, or the errno of a failed or short read. */
+static int next_answer(struct net_result *res) {
   ssize_t n;
   do
-    n = read(net.ready, &res, sizeof res);
+    n = read(net.ready, res, sizeof *res);
   while (n < 0 && errno == EINTR);
-  int e = errno;
-  int r = 0;
-  if (n != sizeof res)
-    r = setup_failed(report_fd, n < 0 ? e : EPIPE, "network: `%s` ended early",
-                     "the namespace helper");
+  return n == sizeof *res ? 0 : n < 0 ? errno : EPIPE;
+}
+
+int ns_net_join_apply(int report_fd) {
+  struct net_result res;
+  int e = next_answer(&res), r = 0;
+  if (e)
+    r = setup_failed(report_fd, e, "network: `%s` ended early", "the namespace helper");
   else if (res.err)
     r = setup_failed(report_fd, res.err,
                      res.step == 'n' ? "network: new namespace%s" : "network: bring up `lo`%s", "");
@@ -196,15 +199,11 @@ int ns_net_join_apply(int report_fd) {
 
 int ns_net_detached_apply(int report_fd) {
   struct net_result res;
-  ssize_t n;
-  do
-    n = read(net.ready, &res, sizeof res);
-  while (n < 0 && errno == EINTR);
-  int e = errno;
+  int e = next_answer(&res);
   close(net.ready);
   close(net.hold); /* the child exits; init reaps it with the rest */
-  if (n != sizeof res || res.step != 'd')
-    return setup_failed(report_fd, n < 0 ? e : EPIPE, "mounts: detach `%s`: no answer",
+  if (e || res.step != 'd')
+    return setup_failed(report_fd, e ? e : EPROTO, "mounts: detach `%s`: no answer",
                         "the old root");
   if (res.err)
     return setup_failed(report_fd, res.err, "mounts: detach `%s`", "the old root");
