@@ -203,7 +203,7 @@ expect_contains "$(printf '%s' "$json" | json_get outcome.enforcement.downgradeR
 
 t "corral doctor --json is valid JSON and says what enforces"
 json=$("$CORRAL" doctor --json); rc=$?
-expect_eq 0 $rc
+expect_eq 0 $rc "doctor's exit ($(printf '%s' "$json" | json_get defaultPolicy))"
 expect_eq true "$(printf '%s' "$json" | json_get defaultPolicy.enforced)"
 expect_contains "$(printf '%s' "$json" | json_get kernel)" landlockAbi
 
