@@ -318,12 +318,19 @@ static void resolve_cache_free(struct resolve_cache *c) {
   c->n = 0;
 }
 
-static bool resolve_parent(const char *path, char out[PATH_MAX], struct resolve_cache *c) {
+static const char *cache_lookup(const struct resolve_cache *c, const char *path) {
   for (size_t i = 0; c && i < c->n; i++)
-    if (strcmp(c->in[i], path) == 0) {
-      snprintf(out, PATH_MAX, "%s", c->out[i]);
-      return true;
-    }
+    if (strcmp(c->in[i], path) == 0)
+      return c->out[i];
+  return NULL;
+}
+
+static bool resolve_parent(const char *path, char out[PATH_MAX], struct resolve_cache *c) {
+  const char *known = cache_lookup(c, path);
+  if (known) {
+    snprintf(out, PATH_MAX, "%s", known);
+    return true;
+  }
   if (!resolve_existing(path, out))
     return false;
   if (c && c->n < ARRAY_SIZE(c->in)) {
@@ -361,24 +368,51 @@ static char *resolve_cached(const char *path, struct resolve_cache *cache, corra
     error_set(err, -ENAMETOOLONG, ENAMETOOLONG, "path `%s`: too long", path);
     return NULL;
   }
+  /* A plain name in a parent already resolved: if it is missing or no
+   * symlink, the parent's resolution and the name are the answer (one
+   * lstat instead of resolving the whole path again). */
+  char *last = strrchr(buf, '/');
+  if (cache && last && last != buf && last[1] && strcmp(last + 1, ".") != 0 &&
+      strcmp(last + 1, "..") != 0) {
+    *last = '\0';
+    const char *parent = cache_lookup(cache, buf);
+    *last = '/';
+    struct stat st;
+    if (parent && (lstat(buf, &st) < 0 ? errno == ENOENT : !S_ISLNK(st.st_mode))) {
+      size_t need = strlen(parent) + strlen(last) + 1;
+      char *out = malloc(need);
+      if (out)
+        snprintf(out, need, "%s%s", strcmp(parent, "/") == 0 ? "" : parent, last);
+      return out;
+    }
+  }
   char real[PATH_MAX];
   if (resolve_existing(buf, real))
     return strdup(real);
-  /* Not there (yet): resolve the longest existing parent, keep the rest. */
+  /* Not there (yet): resolve the longest existing ancestor, keep the rest
+   * (so a store under a symlinked HOME gets its real path even before it
+   * exists). */
   normalise(buf);
-  char *slash = strrchr(buf, '/');
-  if (slash && slash != buf) {
+  size_t len = strlen(buf);
+  for (char *slash = strrchr(buf, '/'); slash && slash != buf; slash = strrchr(buf, '/')) {
     *slash = '\0';
     char rp[PATH_MAX];
     if (resolve_parent(buf, rp, cache)) {
-      size_t need = strlen(rp) + strlen(slash + 1) + 2;
+      for (char *c = slash; c < buf + len; c++)
+        if (*c == '\0')
+          *c = '/'; /* the components cut off on the way up */
+      const char *rest = slash + 1;
+      size_t need = strlen(rp) + strlen(rest) + 2;
       char *out = malloc(need);
       if (out)
-        snprintf(out, need, "%s/%s", strcmp(rp, "/") == 0 ? "" : rp, slash + 1);
+        snprintf(out, need, "%s/%s", strcmp(rp, "/") == 0 ? "" : rp, rest);
       return out;
     }
-    *slash = '/';
   }
+  /* Nothing but / exists: the path as written. */
+  for (size_t i = 0; i < len; i++)
+    if (buf[i] == '\0')
+      buf[i] = '/';
   return strdup(buf);
 }
 

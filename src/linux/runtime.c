@@ -175,6 +175,14 @@ int runtime_acquire(const char *workspace, const struct path_list *roots, struct
       return r;
     }
   }
+  /* Its real path: the sandbox is built by path, and a symlink on the way
+   * (a symlinked HOME or cache directory) would lead outside the new root
+   * while it is being built. */
+  char *real = path_resolve(rl->root, NULL);
+  if (real) {
+    snprintf(rl->root, sizeof rl->root, "%s", real);
+    free(real);
+  }
   utimensat(AT_FDCWD, rl->root, NULL, 0); /* most recently used */
   if (!rl->private_dir && cleanup_due(base, created))
     runtime_cleanup(base, RUNTIME_MAX_AGE, RUNTIME_KEEP);

@@ -113,6 +113,14 @@ out=$(HOME=$colon cr -- sh -c "cat $colon/plain; sleep 0.8; cat $colon/.aws/cred
 expect_contains "$out" visible
 expect_not_contains "$out" SECRET
 
+t "with HOME reached through a symlink, a late store stays unreadable by its real path too"
+ln -s "$fakehome" "$fakehome-link"
+rm -rf "$HOME/.kube"
+( sleep 0.3; mkdir -p "$HOME/.kube"; echo SECRET-kube > "$HOME/.kube/config" ) &
+out=$(HOME=$fakehome-link cr -- sh -c "sleep 0.8; cat $fakehome/.kube/config $fakehome-link/.kube/config" 2>&1); wait
+expect_not_contains "$out" SECRET
+rm -f "$fakehome-link"
+
 t "an atomic rename over a masked file does not unmask it"
 ( sleep 0.3; echo SECRET-renamed > "$HOME/.netrc.new"; mv "$HOME/.netrc.new" "$HOME/.netrc" ) &
 out=$(cr -- sh -c "sleep 0.8; cat $HOME/.netrc" 2>&1); wait
