@@ -336,16 +336,24 @@ static bool check_protected(struct init_state *st, int report_fd) {
       p += sizeof *ev + ev->len;
       if (!ev->len)
         continue;
-      bool protected = false;
-      for (size_t k = 0; k < st->plan->nwatch_names && !protected; k++)
-        protected = strcmp(ev->name, st->plan->watch_names[k]) == 0;
-      for (size_t d = 0; protected && d < st->plan->nwatch_dirs && d < ARRAY_SIZE(st->wd); d++)
-        if (st->wd[d] == ev->wd) {
+      const launch_plan *plan = st->plan;
+      bool named = false;
+      for (size_t k = 0; k < plan->nwatch_names && !named; k++)
+        named = strcmp(ev->name, plan->watch_names[k]) == 0;
+      for (size_t d = 0; d < plan->nwatch_dirs && d < ARRAY_SIZE(st->wd); d++) {
+        if (st->wd[d] != ev->wd)
+          continue;
+        bool protected = named;
+        for (size_t g = 0; g < plan->nwatch_git_dirs && !protected; g++)
+          protected = strcmp(ev->name, ".git") == 0 &&
+                      strcmp(plan->watch_git_dirs[g], plan->watch_dirs[d]) == 0;
+        if (protected) {
           char path[REPORT_TEXT_MAX];
-          snprintf(path, sizeof path, "%s/%s", st->plan->watch_dirs[d], ev->name);
+          snprintf(path, sizeof path, "%s/%s", plan->watch_dirs[d], ev->name);
           report_write(report_fd, REPORT_DENIAL, CORRAL_CAP_PROTECTED_METADATA, 0, path);
           hit = true;
         }
+      }
     }
   }
   return hit;

@@ -117,6 +117,10 @@ typedef struct launch_plan {
   size_t nwatch_dirs;
   char **watch_names;
   size_t nwatch_names;
+  /* Of watch_dirs, those where `.git` is not a directory (a symlink or a
+   * worktree's file): creating `.git` there counts too. */
+  char **watch_git_dirs;
+  size_t nwatch_git_dirs;
   void *adapter_data;           /* the adapter's, freed by its cleanup */
 } launch_plan;
 

@@ -593,6 +593,7 @@ void profile_free(struct profile *pr) {
   path_list_free(&pr->write_roots);
   path_list_free(&pr->deny_read);
   path_list_free(&pr->deny_write);
+  path_list_free(&pr->pinned);
   path_list_free(&pr->allow_read);
   path_list_free(&pr->platform_roots);
   path_list_free(&pr->protected_names);

@@ -21,7 +21,9 @@
  *   6. the write roots, writable, on top (of a view too).  With restricted
  *      reads they come before 5 instead: their mount points are made in
  *      the new root, which a view would make read-only;
- *   7. deny-write paths: bound onto themselves, read-only;
+ *   7. pinned paths (a write root's .git) bound onto themselves, so that
+ *      they cannot be renamed or removed; deny-write paths bound onto
+ *      themselves, read-only;
  *   8. deny-read paths: an empty read-only tmpfs over a denied directory
  *      that exists, an unreadable empty file over a denied file, and
  *      allow-read paths bound back in;
@@ -155,17 +157,16 @@ static int attach_sources(struct source *src, size_t n, uint64_t set, uint64_t c
   return 0;
 }
 
-/* Binds a path inside the new root onto itself, read-only. */
-static int bind_readonly(const char *path, int report_fd) {
+/* Binds a path inside the new root onto itself, with `attrs`. */
+static int bind_self(const char *path, uint64_t attrs, int report_fd, const char *what) {
   char target[PATH_MAX];
   struct stat st;
   in_root(target, path);
   if (lstat(target, &st) < 0 || S_ISLNK(st.st_mode))
     return 0;
   int fd = clone_fd(target);
-  if (fd < 0 || attach(fd, target) < 0 ||
-      set_attr(target, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0, true) < 0)
-    return setup_failed(report_fd, errno, "mounts: deny-write `%s`", path);
+  if (fd < 0 || attach(fd, target) < 0 || set_attr(target, attrs, 0, true) < 0)
+    return setup_failed(report_fd, errno, what, path);
   return 0;
 }
 
@@ -585,8 +586,13 @@ int mounts_apply(const struct linux_plan *lp, bool detach, int report_fd) {
       (!pr->restricted_read && attach_write_roots(pr, report_fd) < 0))
     return -1;
   /* 7. */
+  for (size_t i = 0; i < pr->pinned.n; i++)
+    if (bind_self(pr->pinned.v[i], MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, report_fd,
+                  "mounts: pin `%s`") < 0)
+      return -1;
   for (size_t i = 0; i < pr->deny_write.n; i++)
-    if (bind_readonly(pr->deny_write.v[i], report_fd) < 0)
+    if (bind_self(pr->deny_write.v[i], MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+                  report_fd, "mounts: deny-write `%s`") < 0)
       return -1;
   /* 8. */
   for (size_t i = 0; i < pr->deny_read.n; i++)
@@ -597,13 +603,13 @@ int mounts_apply(const struct linux_plan *lp, bool detach, int report_fd) {
     if (set_attr(path, MOUNT_ATTR_RDONLY, 0, false) < 0)
       return setup_failed(report_fd, errno, "mounts: read-only `%s`", "/");
   }
-  /* 7. */
+  /* 9. */
   in_root(path, "/proc");
   if (mount("proc", path, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
     return setup_failed(report_fd, errno, "proc: mount a fresh `%s`", "/proc");
   if (make_dev(report_fd) < 0)
     return -1;
-  /* 8. */
+  /* 10. */
   if (chdir(NEWROOT) < 0 || syscall(SYS_pivot_root, ".", ".") < 0 ||
       (detach && umount2(".", MNT_DETACH) < 0) || chdir("/") < 0)
     return setup_failed(report_fd, errno, "mounts: pivot_root into `%s`", NEWROOT);

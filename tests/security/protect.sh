@@ -48,6 +48,25 @@ for attempt in "mkdir .agents" "touch .corral" "mv f .agents" "mkdir .agents && 
   expect_absent "$ws/$name"
 done
 
+t ".git cannot be moved aside to plant hooks in a new one"
+cr -- sh -c "mv .git .git-aside; mkdir -p .git/hooks; echo evil > .git/hooks/pre-commit" 2>/dev/null
+expect_absent "$ws/.git-aside"
+expect_absent "$ws/.git/hooks/pre-commit"
+[ -f "$ws/.git/HEAD" ] && pass || fail ".git was replaced"
+
+t "a .git that is a symlink: hooks and config stay read-only, a directory put in its place is stopped"
+lws=$(mktemp -d "$HOME/corral-lws-XXXXXX")
+git init -q "$lws/repo" && mv "$lws/repo/.git" "$lws/real.git" && rmdir "$lws/repo"
+ln -s "$lws/real.git" "$lws/.git"
+cp "$lws/real.git/config" "$fakehome/lconfig.before"
+(cd "$lws" && cr -- sh -c "echo evil > .git/hooks/pre-commit; echo '[x]' >> .git/config") 2>/dev/null
+expect_absent "$lws/real.git/hooks/pre-commit"
+cmp -s "$lws/real.git/config" "$fakehome/lconfig.before" && pass || fail "config changed"
+json=$(cd "$lws" && cr --json -- sh -c "rm .git; mkdir -p .git/hooks; echo evil > .git/hooks/pre-commit; sleep 5"); expect_eq 125 $?
+expect_eq "$lws/.git" "$(printf '%s' "$json" | json_get outcome.denial.capability.scope)"
+expect_absent "$lws/.git/hooks/pre-commit"
+rm -rf "$lws"
+
 t "an existing protected directory is read-only"
 mkdir "$ws/.agents"
 cr -- sh -c "echo x > $ws/.agents/planted" 2>/dev/null
