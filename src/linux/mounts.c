@@ -33,6 +33,7 @@
  * Runs inside init: no allocation; fixed tables of descriptors.
  */
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <limits.h>
 #include <stdio.h>
 #include <sys/mount.h>
@@ -51,18 +52,51 @@
 #define MAX_SOURCES 256
 #define MAX_DENIED 1024
 
-static int clone_fd(const char *path) {
-  return open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+/* Every path the sandbox is built from is a real path (the supervisor
+ * resolved it), so a symlink met on the way means the tree changed since —
+ * a concurrent command swapping a directory of a write root — and following
+ * it would put a write root or a read-only bind somewhere else (an absolute
+ * one leads out of the new root).  So sources and targets are opened
+ * without following any (ELOOP: setup fails) and mounted by descriptor. */
+static int open_exact(const char *path) {
+  struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_NO_SYMLINKS};
+  int fd = (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how);
+  if (fd < 0 && errno == ENOSYS) /* before 5.6: the last component at least */
+    fd = open(path, O_PATH | O_CLOEXEC | O_NOFOLLOW);
+  return fd;
 }
 
-static int attach(int fd, const char *target) {
-  int r = move_mount(fd, "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH);
+static int clone_fd(const char *path) {
+  int pfd = open_exact(path);
+  if (pfd < 0)
+    return -1;
+  int fd = open_tree(pfd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH);
   int e = errno;
+  close(pfd);
+  errno = e;
+  return fd;
+}
+
+/* Attaches clone `fd` (closed) at `target`. */
+static int attach(int fd, const char *target) {
+  int tfd = open_exact(target);
+  int r = tfd < 0 ? -1
+                  : move_mount(fd, "", tfd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
+  int e = errno;
+  if (tfd >= 0)
+    close(tfd);
   close(fd);
   errno = e;
   return r;
 }
 
+/* On a clone before it is attached, so that no path is looked up again. */
+static int set_attr_fd(int fd, uint64_t set, uint64_t clr, bool recursive) {
+  struct mount_attr a = {.attr_set = set, .attr_clr = clr};
+  return mount_setattr(fd, "", AT_EMPTY_PATH | (recursive ? AT_RECURSIVE : 0), &a, sizeof a);
+}
+
+/* On our own mounts (tmpfs), once they are filled. */
 static int set_attr(const char *target, uint64_t set, uint64_t clr, bool recursive) {
   struct mount_attr a = {.attr_set = set, .attr_clr = clr};
   return mount_setattr(AT_FDCWD, target, recursive ? AT_RECURSIVE : 0, &a, sizeof a);
@@ -147,8 +181,8 @@ static int attach_sources(struct source *src, size_t n, uint64_t set, uint64_t c
     }
     if (s->fd < 0)
       continue;
-    if (make_mount_point(target, s->dir) < 0 || attach(s->fd, target) < 0 ||
-        set_attr(target, set, clr, true) < 0) {
+    if (set_attr_fd(s->fd, set, clr, true) < 0 || make_mount_point(target, s->dir) < 0 ||
+        attach(s->fd, target) < 0) {
       s->fd = -1;
       return setup_failed(report_fd, errno, what, s->path);
     }
@@ -160,14 +194,20 @@ static int attach_sources(struct source *src, size_t n, uint64_t set, uint64_t c
 /* Binds a path inside the new root onto itself, with `attrs`. */
 static int bind_self(const char *path, uint64_t attrs, int report_fd, const char *what) {
   char target[PATH_MAX];
-  struct stat st;
   in_root(target, path);
-  if (lstat(target, &st) < 0 || S_ISLNK(st.st_mode))
-    return 0;
-  int fd = clone_fd(target);
-  if (fd < 0 || attach(fd, target) < 0 || set_attr(target, attrs, 0, true) < 0)
-    return setup_failed(report_fd, errno, what, path);
-  return 0;
+  int tfd = open_exact(target);
+  if (tfd < 0)
+    return errno == ENOENT ? 0 : setup_failed(report_fd, errno, what, path); /* gone: nothing */
+  int fd = open_tree(tfd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH);
+  int r = fd < 0 || set_attr_fd(fd, attrs, 0, true) < 0 ||
+                  move_mount(fd, "", tfd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0
+              ? -1
+              : 0;
+  int e = errno;
+  if (fd >= 0)
+    close(fd);
+  close(tfd);
+  return r < 0 ? setup_failed(report_fd, e, what, path) : 0;
 }
 
 /* What the views found of each deny-read path, so that deny_read() need
@@ -216,16 +256,24 @@ static int deny_read(size_t idx, const struct profile *pr, int report_fd) {
   if (denied[idx].viewed && !denied[idx].exists)
     return 0;
   in_root(target, path);
-  if (lstat(target, &st) < 0)
-    return 0;
-  if (!S_ISDIR(st.st_mode)) {
+  int tfd = open_exact(target);
+  if (tfd < 0)
+    return errno == ENOENT ? 0 : setup_failed(report_fd, errno, "mounts: deny-read `%s`", path);
+  if (fstat(tfd, &st) < 0 || !S_ISDIR(st.st_mode)) {
+    close(tfd);
     int fd = clone_fd(DENIED_FILE);
     if (fd < 0 || attach(fd, target) < 0)
       return setup_failed(report_fd, errno, "mounts: deny-read `%s`", path);
     return 0;
   }
-  if (mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=64k") < 0)
-    return setup_failed(report_fd, errno, "mounts: deny-read `%s`", path);
+  /* Mounted on the very directory opened, through its descriptor. */
+  char via[64];
+  snprintf(via, sizeof via, "/proc/self/fd/%d", tfd);
+  int r = mount("tmpfs", via, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=64k");
+  int e = errno;
+  close(tfd);
+  if (r < 0)
+    return setup_failed(report_fd, e, "mounts: deny-read `%s`", path);
   /* allow-read paths inside come back, read-only. */
   for (size_t i = 0; i < pr->allow_read.n; i++) {
     struct source *s = &allow_src[i];
@@ -233,8 +281,8 @@ static int deny_read(size_t idx, const struct profile *pr, int report_fd) {
       continue;
     char inner[PATH_MAX];
     in_root(inner, s->path);
-    if (make_mount_point(inner, s->dir) < 0 || attach(s->fd, inner) < 0 ||
-        set_attr(inner, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0, true) < 0) {
+    if (set_attr_fd(s->fd, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0, true) < 0 ||
+        make_mount_point(inner, s->dir) < 0 || attach(s->fd, inner) < 0) {
       s->fd = -1;
       return setup_failed(report_fd, errno, "mounts: allow-read `%s`", s->path);
     }
@@ -566,6 +614,7 @@ int mounts_apply(const struct linux_plan *lp, bool detach, int report_fd) {
   if (root_fd >= 0) {
     int fd = root_fd;
     root_fd = -1;
+    /* By path once attached: on the whole detached tree it costs more. */
     if (attach(fd, NEWROOT) < 0 || set_attr(NEWROOT, ro, 0, true) < 0)
       return setup_failed(report_fd, errno, "mounts: read-only root `%s`", "/");
   } else {
