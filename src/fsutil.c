@@ -1,6 +1,11 @@
 /* fsutil.c — small filesystem helpers shared by the supervisor and init. */
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -24,4 +29,48 @@ int mkdir_p(const char *path, mode_t mode) {
     *p = '/';
   }
   return mkdir(buf, mode) < 0 && errno != EEXIST ? -1 : 0;
+}
+
+/* Removes `name` in `dirfd` and all below it without ever following a
+ * symlink: each directory is opened from its parent with O_NOFOLLOW, so
+ * one swapped for a symlink meanwhile (a sandboxed command may still be
+ * writing there) is not entered. */
+static void remove_at(int parent, const char *name, int depth) {
+  if (unlinkat(parent, name, 0) == 0 || errno == ENOENT || depth > 256)
+    return;
+  int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+  if (!d) {
+    if (fd >= 0)
+      close(fd);
+    return;
+  }
+  struct dirent *de;
+  while ((de = readdir(d)))
+    if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+      remove_at(dirfd(d), de->d_name, depth + 1);
+  closedir(d);
+  unlinkat(parent, name, AT_REMOVEDIR);
+}
+
+void remove_tree(const char *path, bool exact_parent) {
+  char parent[4096];
+  const char *slash = strrchr(path, '/');
+  if (!slash || !slash[1] || (size_t)(slash - path) >= sizeof parent)
+    return;
+  snprintf(parent, sizeof parent, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+  int fd;
+  if (exact_parent) {
+    struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+                           .resolve = RESOLVE_NO_SYMLINKS};
+    fd = (int)syscall(SYS_openat2, AT_FDCWD, parent, &how, sizeof how);
+    if (fd < 0 && errno == ENOSYS)
+      fd = open(parent, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  } else {
+    fd = open(parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  }
+  if (fd < 0)
+    return;
+  remove_at(fd, slash + 1, 0);
+  close(fd);
 }

@@ -10,7 +10,6 @@
  * tree at once and is reported on the report channel; afterwards
  * protect_finish removes whatever was created from the host.
  */
-#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <sys/stat.h>
@@ -71,17 +70,11 @@ int protect_prepare(struct profile *pr, struct path_list *watch_dirs,
   return 0;
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-  (void)st, (void)flag, (void)ftw;
-  remove(path);
-  return 0;
-}
-
 void protect_finish(launch_report *rep) {
   for (size_t i = 0; i < rep->nprotected; i++) {
     const char *path = rep->protected_paths[i];
     /* Never follows a symlink out: the link itself is what goes. */
-    nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    remove_tree(path, true);
     if (i > 0)
       continue;
     corral_denial *d = &rep->denial;

@@ -17,7 +17,6 @@
  */
 #include <dirent.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <sys/file.h>
@@ -47,14 +46,6 @@ static bool cleanup_due(const char *base, bool created) {
   }
   return true;
 }
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-  (void)st, (void)flag, (void)ftw;
-  remove(path);
-  return 0;
-}
-
-static void rm_rf(const char *path) { nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
 
 /* The base directory, or "" when there is none that fits. */
 static void runtime_base(char *out, size_t size) {
@@ -113,7 +104,7 @@ void runtime_cleanup(const char *base, time_t max_age, size_t keep) {
     if (fd < 0)
       continue;
     if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
-      rm_rf(dir);
+      remove_tree(dir, false);
       unlink(lease);
     }
     close(fd); /* releases the lock */
@@ -191,7 +182,7 @@ int runtime_acquire(const char *workspace, const struct path_list *roots, struct
 
 void runtime_release(struct runtime_lease *rl) {
   if (rl->private_dir && rl->root[0])
-    rm_rf(rl->root);
+    remove_tree(rl->root, false);
   if (rl->lease_fd >= 0)
     close(rl->lease_fd);
   rl->lease_fd = -1;
