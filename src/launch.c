@@ -318,10 +318,18 @@ struct init_state {
   pid_t command;
   bool command_done;
   int command_status;
-  int watch_fd; /* inotify over plan->watch_dirs, or -1 */
+  int watch_fd; /* inotify over the directories of plan->watch, or -1 */
   int wd[64];
+  size_t dir_of[64]; /* for each wd: a watch path whose directory it is */
+  size_t nwd;
   const launch_plan *plan;
 };
+
+/* The length of `path`'s directory part. */
+static size_t dir_len(const char *path) {
+  const char *slash = strrchr(path, '/');
+  return slash ? (size_t)(slash - path) : 0;
+}
 
 /* Reports every protected name created in a watched directory; true if
  * there was one.  The events stay queued even when the name is removed
@@ -337,20 +345,16 @@ static bool check_protected(struct init_state *st, int report_fd) {
       if (!ev->len)
         continue;
       const launch_plan *plan = st->plan;
-      bool named = false;
-      for (size_t k = 0; k < plan->nwatch_names && !named; k++)
-        named = strcmp(ev->name, plan->watch_names[k]) == 0;
-      for (size_t d = 0; d < plan->nwatch_dirs && d < ARRAY_SIZE(st->wd); d++) {
+      for (size_t d = 0; d < st->nwd; d++) {
         if (st->wd[d] != ev->wd)
           continue;
-        bool protected = named;
-        for (size_t g = 0; g < plan->nwatch_git_dirs && !protected; g++)
-          protected = strcmp(ev->name, ".git") == 0 &&
-                      strcmp(plan->watch_git_dirs[g], plan->watch_dirs[d]) == 0;
-        if (protected) {
-          char path[REPORT_TEXT_MAX];
-          snprintf(path, sizeof path, "%s/%s", plan->watch_dirs[d], ev->name);
-          report_write(report_fd, REPORT_DENIAL, CORRAL_CAP_PROTECTED_METADATA, 0, path);
+        const char *dir = plan->watch[st->dir_of[d]];
+        size_t dlen = dir_len(dir);
+        for (size_t k = 0; k < plan->nwatch; k++) {
+          const char *w = plan->watch[k];
+          if (dir_len(w) != dlen || strncmp(w, dir, dlen) != 0 || strcmp(w + dlen + 1, ev->name))
+            continue;
+          report_write(report_fd, REPORT_DENIAL, CORRAL_CAP_PROTECTED_METADATA, 0, w);
           hit = true;
         }
       }
@@ -522,17 +526,30 @@ static _Noreturn void init_main(const launch_plan *plan, int stdio[3], int repor
   /* The watch lives in init, not the supervisor: tearing down an inotify
    * instance waits for an SRCU grace period, and init's exit is not waited
    * for once it has reported. */
-  if (plan->nwatch_dirs) {
+  if (plan->nwatch) {
     st.watch_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-    for (size_t d = 0; st.watch_fd >= 0 && d < plan->nwatch_dirs && d < ARRAY_SIZE(st.wd); d++)
-      if ((st.wd[d] = inotify_add_watch(st.watch_fd, plan->watch_dirs[d],
-                                        IN_CREATE | IN_MOVED_TO | IN_ONLYDIR)) < 0) {
-        report_write(report_fd, REPORT_SETUP_FAILED, errno, 0, "protected paths: inotify watch");
-        _exit(125);
-      }
     if (st.watch_fd < 0) {
       report_write(report_fd, REPORT_SETUP_FAILED, errno, 0, "protected paths: inotify_init1");
       _exit(125);
+    }
+    for (size_t k = 0; k < plan->nwatch; k++) {
+      char dir[PATH_MAX];
+      size_t len = dir_len(plan->watch[k]);
+      snprintf(dir, sizeof dir, "%.*s", len ? (int)len : 1, plan->watch[k]);
+      int wd = inotify_add_watch(st.watch_fd, dir, IN_CREATE | IN_MOVED_TO | IN_ONLYDIR);
+      bool known = false;
+      for (size_t d = 0; d < st.nwd && !known; d++)
+        known = st.wd[d] == wd;
+      if (wd < 0 || (!known && st.nwd == ARRAY_SIZE(st.wd))) {
+        /* Fail closed: an unwatched protected path could be planted. */
+        report_write(report_fd, REPORT_SETUP_FAILED, wd < 0 ? errno : E2BIG, 0,
+                     "protected paths: inotify watch");
+        _exit(125);
+      }
+      if (!known) {
+        st.wd[st.nwd] = wd;
+        st.dir_of[st.nwd++] = k;
+      }
     }
   }
 

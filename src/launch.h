@@ -109,18 +109,12 @@ typedef struct launch_plan {
   launch_init_setup_fn init_early; /* like init_setup, but before the uid/gid maps */
   launch_init_setup_fn init_setup;
   launch_parent_setup_fn parent_setup;
-  /* Names that must not be created in these directories (protected
-   * metadata): init watches them with inotify, and a create, mkdir,
+  /* Paths that must not be created (protected metadata that is missing):
+   * init watches their directories with inotify, and a create, mkdir,
    * symlink or rename onto one kills the tree at once and is reported as a
    * protected_metadata denial with the path.  Borrowed from the adapter. */
-  char **watch_dirs;
-  size_t nwatch_dirs;
-  char **watch_names;
-  size_t nwatch_names;
-  /* Of watch_dirs, those where `.git` is not a directory (a symlink or a
-   * worktree's file): creating `.git` there counts too. */
-  char **watch_git_dirs;
-  size_t nwatch_git_dirs;
+  char **watch;
+  size_t nwatch;
   void *adapter_data;           /* the adapter's, freed by its cleanup */
 } launch_plan;
 

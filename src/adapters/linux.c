@@ -77,14 +77,10 @@ int linux_plan_prepare(const corral_policy *policy, const struct sock_fprog *sec
   if (path_list_add(&lp->profile.write_roots, lp->runtime.root) < 0 ||
       environment_prepare(&plan->envp, &plan->envc, &lp->profile, backend, lp->runtime.root) < 0)
     return error_set(err, -ENOMEM, ENOMEM, "out of memory");
-  if ((r = protect_prepare(&lp->profile, &lp->watch_dirs, &lp->watch_git_dirs, err)) < 0)
+  if ((r = protect_prepare(&lp->profile, &lp->watch, err)) < 0)
     return r;
-  plan->watch_dirs = lp->watch_dirs.v;
-  plan->nwatch_dirs = lp->watch_dirs.n;
-  plan->watch_names = lp->profile.protected_names.v;
-  plan->nwatch_names = lp->profile.protected_names.n;
-  plan->watch_git_dirs = lp->watch_git_dirs.v;
-  plan->nwatch_git_dirs = lp->watch_git_dirs.n;
+  plan->watch = lp->watch.v;
+  plan->nwatch = lp->watch.n;
   lp->seccomp = *seccomp;
   lp->uid = geteuid();
   lp->gid = getegid();
@@ -124,8 +120,7 @@ void linux_cleanup(corral_adapter *ad, launch_plan *plan) {
   struct linux_plan *lp = plan->adapter_data;
   if (!lp)
     return;
-  path_list_free(&lp->watch_dirs);
-  path_list_free(&lp->watch_git_dirs);
+  path_list_free(&lp->watch);
   runtime_release(&lp->runtime);
   profile_free(&lp->profile);
   path_list_free(&lp->read_allow);

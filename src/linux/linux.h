@@ -29,9 +29,8 @@ void runtime_cleanup(const char *base, time_t max_age, size_t keep);
 
 /* monitor.c: protected metadata in the write roots. */
 /* Adds read-only carve-outs for what exists (to pr->deny_write) and lists
- * the write roots where a missing protected name must be watched. */
-int protect_prepare(struct profile *pr, struct path_list *watch_dirs,
-                    struct path_list *watch_git_dirs, corral_error *err);
+ * the protected paths that are missing, whose creation must be watched. */
+int protect_prepare(struct profile *pr, struct path_list *watch, corral_error *err);
 /* Removes from the host what the command created under a protected name
  * (reported by init) and fills the denial and the stderr note. */
 void protect_finish(launch_report *rep);
@@ -42,8 +41,7 @@ struct linux_plan {
   uid_t uid;                   /* the supervisor's ids, mapped to themselves */
   gid_t gid;
   int landlock_abi;            /* 0: the kernel has no Landlock */
-  struct path_list watch_dirs; /* write roots where protected names are missing */
-  struct path_list watch_git_dirs; /* of those, where .git is no directory */
+  struct path_list watch;      /* protected paths that are missing */
   struct runtime_lease runtime;
   struct path_list read_allow; /* landlock-only: where reading is allowed */
 };

@@ -1,14 +1,15 @@
 /*
  * monitor.c — protected metadata inside the write roots.
  *
- * Existing `.git/hooks`, `.git/config` and protected metadata directories
- * (`.agents`, `.corral`, or the policy's protectedNames) become read-only
- * binds.  A protected name that does not exist cannot be mounted over
- * without creating it on the host, so init watches the write root with
- * inotify instead (launch.c): a create, mkdir, symlink or rename onto the
- * name (even one removed again at once: the event stays queued) kills the
- * tree at once and is reported on the report channel; afterwards
- * protect_finish removes whatever was created from the host.
+ * Existing protected metadata directories (`.agents`, `.corral`, or the
+ * policy's protectedNames) and, in a repository's git directory, what git
+ * would run or follow (git_dangerous) become read-only binds; `.git`
+ * itself is pinned.  A protected path that does not exist cannot be
+ * mounted over without creating it on the host, so init watches its
+ * directory with inotify instead (launch.c): a create, mkdir, symlink or
+ * rename onto it (even one removed again at once: the event stays queued)
+ * kills the tree at once and is reported on the report channel;
+ * afterwards protect_finish removes whatever was created from the host.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -29,42 +30,51 @@ static int add_real(struct path_list *l, const char *path) {
   return r;
 }
 
-int protect_prepare(struct profile *pr, struct path_list *watch_dirs,
-                    struct path_list *watch_git_dirs, corral_error *err) {
-  static const char *const git_paths[] = {".git/hooks", ".git/config"};
+/* `name` in `dir`: read-only when it exists (by its real path), else its
+ * creation is watched for. */
+static int protect(struct profile *pr, struct path_list *watch, const char *dir,
+                   const char *name) {
+  char path[PATH_MAX];
+  struct stat st;
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  if (lstat(path, &st) == 0)
+    return add_real(&pr->deny_write, path);
+  return path_list_has(watch, path) ? 0 : path_list_add(watch, path);
+}
+
+/* What in a repository's git directory git would run or follow: hooks and
+ * config (code to run), submodules' and worktrees' git directories (their
+ * own hooks and config), and the files that point git at another git
+ * directory for them (commondir, config.worktree). */
+static const char *const git_dangerous[] = {"hooks",     "config",   "modules",
+                                            "worktrees", "commondir", "config.worktree"};
+
+int protect_prepare(struct profile *pr, struct path_list *watch, corral_error *err) {
   for (size_t i = 0; i < pr->write_roots.n; i++) {
     const char *root = pr->write_roots.v[i];
     char path[PATH_MAX];
     struct stat st;
-    /* .git itself is pinned (a mount point cannot be renamed or removed):
-     * otherwise `mv .git x; mkdir .git` would leave the read-only hooks
-     * behind and plant new ones. */
+    int r = 0;
     snprintf(path, sizeof path, "%s/.git", root);
-    bool watch = false;
-    if (lstat(path, &st) == 0 && !S_ISDIR(st.st_mode)) {
+    if (lstat(path, &st) == 0 && !S_ISDIR(st.st_mode))
       /* A symlink or a worktree's file cannot be pinned: a .git put in
-       * its place is stopped like a protected name instead. */
-      watch = true;
-      if (path_list_add(watch_git_dirs, root) < 0)
+       * its place is stopped like a protected name. */
+      r = path_list_add(watch, path);
+    if (r == 0 && stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+      /* .git itself is pinned (a mount point cannot be renamed or
+       * removed): otherwise `mv .git x; mkdir .git` would leave what is
+       * read-only behind and plant anew. */
+      char *git = path_resolve(path, NULL);
+      if (!git)
         return error_set(err, -ENOMEM, ENOMEM, "out of memory");
+      r = path_list_has(&pr->pinned, git) ? 0 : path_list_add(&pr->pinned, git);
+      for (size_t k = 0; k < ARRAY_SIZE(git_dangerous) && r == 0; k++)
+        r = protect(pr, watch, git, git_dangerous[k]);
+      free(git);
     }
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode) && add_real(&pr->pinned, path) < 0)
-      return error_set(err, -ENOMEM, ENOMEM, "out of memory");
-    for (size_t k = 0; k < ARRAY_SIZE(git_paths); k++) {
-      snprintf(path, sizeof path, "%s/%s", root, git_paths[k]);
-      if (lstat(path, &st) == 0 && !S_ISLNK(st.st_mode) && add_real(&pr->deny_write, path) < 0)
-        return error_set(err, -ENOMEM, ENOMEM, "out of memory");
-    }
-    for (size_t k = 0; k < pr->protected_names.n; k++) {
-      snprintf(path, sizeof path, "%s/%s", root, pr->protected_names.v[k]);
-      if (lstat(path, &st) == 0) {
-        if (add_real(&pr->deny_write, path) < 0)
-          return error_set(err, -ENOMEM, ENOMEM, "out of memory");
-      } else {
-        watch = true;
-      }
-    }
-    if (watch && path_list_add(watch_dirs, root) < 0)
+    for (size_t k = 0; k < pr->protected_names.n && r == 0; k++)
+      r = protect(pr, watch, root, pr->protected_names.v[k]);
+    if (r < 0)
       return error_set(err, -ENOMEM, ENOMEM, "out of memory");
   }
   return 0;

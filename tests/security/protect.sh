@@ -54,6 +54,23 @@ expect_absent "$ws/.git-aside"
 expect_absent "$ws/.git/hooks/pre-commit"
 [ -f "$ws/.git/HEAD" ] && pass || fail ".git was replaced"
 
+t "git cannot be pointed at planted hooks through .git/commondir or config.worktree"
+for f in commondir config.worktree; do
+  json=$(cr --json -- sh -c "mkdir -p evil/hooks; echo ../evil > .git/$f; sleep 5"); expect_eq 125 $?
+  expect_eq "$ws/.git/$f" "$(printf '%s' "$json" | json_get outcome.denial.capability.scope)"
+  expect_absent "$ws/.git/$f"
+  rm -rf "$ws/evil"
+done
+
+t "existing submodule and worktree git directories are read-only, new ones are stopped"
+mkdir -p "$ws/.git/modules/sub/hooks"
+cr -- sh -c "echo evil > .git/modules/sub/hooks/post-checkout" 2>/dev/null
+expect_absent "$ws/.git/modules/sub/hooks/post-checkout"
+rm -rf "$ws/.git/modules"
+json=$(cr --json -- sh -c "mkdir -p .git/worktrees/w; sleep 5"); expect_eq 125 $?
+expect_eq "$ws/.git/worktrees" "$(printf '%s' "$json" | json_get outcome.denial.capability.scope)"
+expect_absent "$ws/.git/worktrees"
+
 t "a .git that is a symlink: hooks and config stay read-only, a directory put in its place is stopped"
 lws=$(mktemp -d "$HOME/corral-lws-XXXXXX")
 git init -q "$lws/repo" && mv "$lws/repo/.git" "$lws/real.git" && rmdir "$lws/repo"
