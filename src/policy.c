@@ -493,6 +493,54 @@ static int add_secret_stores(struct path_list *l, struct resolve_cache *cache,
   return r;
 }
 
+/* Unix sockets of daemons that would do anything a command asks outside
+ * the sandbox: container engines (docker run -v /:/host), systemd and the
+ * D-Bus buses (systemd-run), snapd, libvirt, lxd, and the user's ssh and
+ * gpg agents (their keys).  Filesystem sockets are not namespaced, so those
+ * that exist are masked (connect fails); one a daemon creates mid-run is
+ * not. */
+static int add_socket(struct path_list *l, const char *path, struct resolve_cache *cache,
+                      corral_error *err) {
+  struct stat st;
+  if (!path || path[0] != '/' || stat(path, &st) < 0 || !S_ISSOCK(st.st_mode))
+    return 0;
+  return add_resolved(l, path, cache, err);
+}
+
+static int add_daemon_sockets(struct path_list *l, struct resolve_cache *cache,
+                              corral_error *err) {
+  static const char *const fixed[] = {
+      "/run/docker.sock",        "/var/run/docker.sock",          "/run/containerd/containerd.sock",
+      "/run/podman/podman.sock", "/run/crio/crio.sock",           "/run/systemd/private",
+      "/run/dbus/system_bus_socket", "/var/run/dbus/system_bus_socket", "/run/snapd.socket",
+      "/run/snapd-snap.socket",  "/run/libvirt/libvirt-sock",    "/var/snap/lxd/common/lxd/unix.socket"};
+  int r = 0;
+  for (size_t i = 0; i < ARRAY_SIZE(fixed) && r == 0; i++)
+    r = add_socket(l, fixed[i], cache, err);
+  const char *run = getenv("XDG_RUNTIME_DIR");
+  static const char *const in_run[] = {"bus", "docker.sock", "podman/podman.sock", "systemd/private",
+                                       "gnupg/S.gpg-agent", "gnupg/S.gpg-agent.ssh",
+                                       "gnupg/S.gpg-agent.extra", "gnupg/S.gpg-agent.browser",
+                                       "gnupg/S.keyboxd"};
+  for (size_t i = 0; run && run[0] == '/' && i < ARRAY_SIZE(in_run) && r == 0; i++) {
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", run, in_run[i]);
+    r = add_socket(l, path, cache, err);
+  }
+  /* Those the environment names: "unix://PATH", "unix:path=PATH[,...]". */
+  const char *docker = getenv("DOCKER_HOST"), *dbus = getenv("DBUS_SESSION_BUS_ADDRESS");
+  if (r == 0)
+    r = add_socket(l, getenv("SSH_AUTH_SOCK"), cache, err);
+  if (r == 0 && docker && strncmp(docker, "unix://", 7) == 0)
+    r = add_socket(l, docker + 7, cache, err);
+  if (r == 0 && dbus && strncmp(dbus, "unix:path=", 10) == 0) {
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%.*s", (int)strcspn(dbus + 10, ",;"), dbus + 10);
+    r = add_socket(l, path, cache, err);
+  }
+  return r;
+}
+
 /* allow-read re-includes: a deny-read path at or below an allow-read path
  * is dropped (allow-read paths inside a deny-read are bound back later). */
 static void drop_reincluded(struct path_list *deny, const struct path_list *allow) {
@@ -553,10 +601,14 @@ int profile_resolve(const corral_policy *p, char *const *roots, size_t nroots, s
     r = add_resolved(&pr->deny_read, L[CORRAL_POLICY_DENY_READ].v[i], &cache, err);
   if (r == 0 && p->enforce)
     r = add_secret_stores(&pr->deny_read, &cache, err);
+  if (r == 0 && p->enforce)
+    r = add_daemon_sockets(&pr->hidden_sockets, &cache, err);
   for (size_t i = 0; i < L[CORRAL_POLICY_ALLOW_READ].n && r == 0; i++)
     r = add_resolved(&pr->allow_read, L[CORRAL_POLICY_ALLOW_READ].v[i], &cache, err);
-  if (r == 0)
+  if (r == 0) {
     drop_reincluded(&pr->deny_read, &pr->allow_read);
+    drop_reincluded(&pr->hidden_sockets, &pr->allow_read);
+  }
   for (size_t i = 0; i < L[CORRAL_POLICY_DENY_WRITE].n && r == 0; i++)
     r = add_resolved(&pr->deny_write, L[CORRAL_POLICY_DENY_WRITE].v[i], &cache, err);
   if (p->protected_set) {
@@ -594,6 +646,7 @@ void profile_free(struct profile *pr) {
   path_list_free(&pr->deny_read);
   path_list_free(&pr->deny_write);
   path_list_free(&pr->pinned);
+  path_list_free(&pr->hidden_sockets);
   path_list_free(&pr->allow_read);
   path_list_free(&pr->platform_roots);
   path_list_free(&pr->protected_names);
@@ -616,6 +669,7 @@ json_t *profile_to_json(const struct profile *pr) {
   json_object_set_new(o, "denyRead", list_json(&pr->deny_read));
   json_object_set_new(o, "allowRead", list_json(&pr->allow_read));
   json_object_set_new(o, "denyWrite", list_json(&pr->deny_write));
+  json_object_set_new(o, "hiddenSockets", list_json(&pr->hidden_sockets));
   json_object_set_new(o, "platformRoots", list_json(&pr->platform_roots));
   json_object_set_new(o, "protectedNames", list_json(&pr->protected_names));
   json_object_set_new(o, "network", json_string(pr->network_allow ? "allow" : "deny"));

@@ -36,6 +36,7 @@ struct profile {
   struct path_list deny_read;
   struct path_list deny_write;
   struct path_list pinned;       /* bound onto themselves: no rename, no removal */
+  struct path_list hidden_sockets; /* daemons that would act outside: masked */
   struct path_list allow_read;
   struct path_list platform_roots;
   struct path_list protected_names;

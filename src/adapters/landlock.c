@@ -141,6 +141,8 @@ static int landlock_prepare(corral_adapter *ad, const corral_request *req, launc
     snprintf(gap, sizeof gap, "this kernel has no Landlock");
   else
     unenforced_readonly(&lp->profile, gap, sizeof gap);
+  if (!gap[0] && lp->profile.hidden_sockets.n)
+    snprintf(gap, sizeof gap, "hiding daemons' sockets (`%s`)", lp->profile.hidden_sockets.v[0]);
   if (!gap[0] && compute_read_allow(&lp->profile, &lp->read_allow) < 0)
     return error_set(err, -ENOMEM, ENOMEM, "out of memory");
   if (gap[0] && !la->allow_degraded)

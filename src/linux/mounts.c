@@ -26,7 +26,8 @@
  *      themselves, read-only;
  *   8. deny-read paths: an empty read-only tmpfs over a denied directory
  *      that exists, an unreadable empty file over a denied file, and
- *      allow-read paths bound back in;
+ *      allow-read paths bound back in; the same file over daemons' sockets
+ *      (policy.c, add_daemon_sockets);
  *   9. a fresh /proc (only the sandbox's processes) and a minimal /dev;
  *  10. pivot_root into the new root and detach the old one.
  *
@@ -290,6 +291,20 @@ static int deny_read(size_t idx, const struct profile *pr, int report_fd) {
   }
   if (set_attr(target, MOUNT_ATTR_RDONLY, 0, false) < 0)
     return setup_failed(report_fd, errno, "mounts: deny-read `%s` read-only", path);
+  return 0;
+}
+
+/* An unreadable empty file over a daemon's socket: connect fails. */
+static int hide_socket(const char *path, int report_fd) {
+  char target[PATH_MAX];
+  in_root(target, path);
+  int tfd = open_exact(target);
+  if (tfd < 0)
+    return errno == ENOENT ? 0 : setup_failed(report_fd, errno, "mounts: hide socket `%s`", path);
+  close(tfd);
+  int fd = clone_fd(DENIED_FILE);
+  if (fd < 0 || attach(fd, target) < 0)
+    return setup_failed(report_fd, errno, "mounts: hide socket `%s`", path);
   return 0;
 }
 
@@ -646,6 +661,9 @@ int mounts_apply(const struct linux_plan *lp, bool detach, int report_fd) {
   /* 8. */
   for (size_t i = 0; i < pr->deny_read.n; i++)
     if (deny_read(i, pr, report_fd) < 0)
+      return -1;
+  for (size_t i = 0; i < pr->hidden_sockets.n; i++)
+    if (hide_socket(pr->hidden_sockets.v[i], report_fd) < 0)
       return -1;
   if (pr->restricted_read) {
     in_root(path, "/");

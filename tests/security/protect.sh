@@ -165,6 +165,36 @@ expect_not_contains "$out" SECRET
 t "--allow-read re-includes a store on purpose"
 expect_eq SECRET-late "$(cr --allow-read "$HOME/.aws" -- cat "$HOME/.aws/credentials")"
 
+t "daemons' sockets (ssh-agent, docker, the session bus) cannot be reached; other sockets can"
+# Not under HOME: a socket seen through its overlay view cannot be connected to.
+sockdir=$(mktemp -d /var/tmp/corral-sock-XXXXXX)
+listen() {  # a Unix socket answering "hello" to each connection
+  python3 -c 'import socket,sys,os
+s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(8)
+while True:
+    c,_=s.accept(); c.sendall(b"hello"); c.close()' "$1" &
+  hostpids+=($!)
+}
+hostpids=()
+for n in agent docker bus other; do listen "$sockdir/$n.sock"; done
+for n in agent docker bus other; do for _ in $(seq 50); do [ -S "$sockdir/$n.sock" ] && break; sleep 0.05; done; done
+probe='import socket,sys
+for p in sys.argv[1:]:
+    s=socket.socket(socket.AF_UNIX)
+    try: s.connect(p); print(p.rsplit("/",1)[1], s.recv(5).decode())
+    except OSError as e: print(p.rsplit("/",1)[1], "refused")'
+out=$(SSH_AUTH_SOCK=$sockdir/agent.sock DOCKER_HOST=unix://$sockdir/docker.sock \
+  DBUS_SESSION_BUS_ADDRESS=unix:path=$sockdir/bus.sock,guid=x \
+  cr -- python3 -c "$probe" "$sockdir/agent.sock" "$sockdir/docker.sock" "$sockdir/bus.sock" "$sockdir/other.sock")
+expect_eq "agent.sock refused
+docker.sock refused
+bus.sock refused
+other.sock hello" "$out"
+out=$(SSH_AUTH_SOCK=$sockdir/agent.sock cr --allow-read "$sockdir/agent.sock" -- python3 -c "$probe" "$sockdir/agent.sock")
+expect_eq "agent.sock hello" "$out" "--allow-read re-includes a socket"
+for p in "${hostpids[@]}"; do kill "$p" 2>/dev/null; done
+rm -rf "$sockdir"
+
 t "secret environment variables are removed, ordinary ones kept"
 out=$(OPENAI_API_KEY=k1 Anthropic_Api_Key=k2 GITHUB_TOKEN=k3 AWS_SECRET_ACCESS_KEY=k4 \
   ORDINARY_SETTING=kept cr -- env)
