@@ -34,3 +34,10 @@ finish() {
   printf '%d passed, %d failed\n' "$passed" "$failed"
   [ "$failed" -eq 0 ]
 }
+# "--allow-read PATH" for each daemon socket this machine has: tests of the
+# landlock-only adapter pass them, since it cannot hide those sockets and
+# refuses to run otherwise (a refusal tested on its own).
+socket_allows() {
+  "$CORRAL" policy | python3 -c 'import json,sys
+for p in json.load(sys.stdin)["hiddenSockets"]: print("--allow-read"); print(p)'
+}

@@ -33,7 +33,8 @@ err=$(corral_jailed run -- true 2>&1); expect_eq 125 $?
 expect_contains "$err" "sandbox"
 
 t "--allow-degraded falls back to the landlock-only adapter, which still enforces"
-json=$(corral_jailed run --json --allow-degraded -- sh -c "echo ran > $work/ran; echo x > /etc/corral-fallback-probe"); rc=$?
+mapfile -t llsock < <(socket_allows)
+json=$(corral_jailed run --json --allow-degraded "${llsock[@]}" -- sh -c "echo ran > $work/ran; echo x > /etc/corral-fallback-probe"); rc=$?
 expect_eq 2 $rc "sh exits 2 when a redirection fails"
 expect_eq ran "$(cat "$work/ran" 2>/dev/null)"
 expect_absent /etc/corral-fallback-probe

@@ -192,6 +192,10 @@ bus.sock refused
 other.sock hello" "$out"
 out=$(SSH_AUTH_SOCK=$sockdir/agent.sock cr --allow-read "$sockdir/agent.sock" -- python3 -c "$probe" "$sockdir/agent.sock")
 expect_eq "agent.sock hello" "$out" "--allow-read re-includes a socket"
+mapfile -t llsock < <(socket_allows)
+err=$(cd "$sockdir" && SSH_AUTH_SOCK=$sockdir/agent.sock cr --backend landlock "${llsock[@]}" -- true 2>&1)
+expect_eq 125 $? "the landlock-only adapter cannot hide a socket: it refuses"
+expect_contains "$err" "$sockdir/agent.sock"
 for p in "${hostpids[@]}"; do kill "$p" 2>/dev/null; done
 rm -rf "$sockdir"
 
@@ -244,34 +248,34 @@ cr --deny-read "$ws/f" -- "$CORRAL" run --allow-read "$ws/f" -- cat "$ws/f" 2>/d
 # read-only, so in a repository it refuses (tested below).
 llws=$(mktemp -d "$HOME/ll-ws-XXXXXX"); cd "$llws"
 t "landlock-only adapter: writes enforced"
-json=$(cr --json --backend landlock -- sh -c "echo ok > $llws/ll; echo x > $fakehome/outside")
+json=$(cr --json --backend landlock "${llsock[@]}" -- sh -c "echo ok > $llws/ll; echo x > $fakehome/outside")
 expect_eq landlock "$(printf '%s' "$json" | json_get outcome.enforcement.backend)"
 expect_eq native "$(printf '%s' "$json" | json_get outcome.enforcement.level)"
 expect_eq ok "$(cat "$llws/ll")"
 expect_absent "$fakehome/outside"
 t "landlock-only adapter: network denied, Unix sockets and loopback refused"
-out=$(cr --backend landlock -- python3 -c '
+out=$(cr --backend landlock "${llsock[@]}" -- python3 -c '
 import socket
 try:
     socket.socket(socket.AF_INET, socket.SOCK_STREAM); print("created")
 except OSError as e: print("refused", e.errno)')
 expect_contains "$out" "refused 1"
 t "landlock-only adapter: secrets stay unreadable (Landlock read rules)"
-out=$(cr --backend landlock -- cat "$HOME/.netrc" 2>&1)
+out=$(cr --backend landlock "${llsock[@]}" -- cat "$HOME/.netrc" 2>&1)
 expect_not_contains "$out" SECRET
 t "landlock-only adapter: host processes cannot be signalled"
 sleep 30 & hp=$!
-cr --backend landlock -- kill "$hp" 2>/dev/null
+cr --backend landlock "${llsock[@]}" -- kill "$hp" 2>/dev/null
 kill -0 $hp 2>/dev/null && pass || fail "host process killed"
 kill $hp
 t "landlock-only adapter refuses what it cannot express, with the part named"
 cd "$ws"
-err=$(cr --backend landlock -- true 2>&1); expect_eq 125 $?
+err=$(cr --backend landlock "${llsock[@]}" -- true 2>&1); expect_eq 125 $?
 expect_contains "$err" ".git/hooks"
 cd "$llws"; echo a > f
-err=$(cr --backend landlock --deny-write "$llws/f" -- true 2>&1); expect_eq 125 $?
+err=$(cr --backend landlock "${llsock[@]}" --deny-write "$llws/f" -- true 2>&1); expect_eq 125 $?
 expect_contains "$err" "read-only paths inside a write root"
-json=$(cr --json --backend landlock --allow-degraded --deny-write "$llws/f" -- true)
+json=$(cr --json --backend landlock "${llsock[@]}" --allow-degraded --deny-write "$llws/f" -- true)
 expect_eq degraded "$(printf '%s' "$json" | json_get outcome.enforcement.level)"
 expect_contains "$(printf '%s' "$json" | json_get outcome.enforcement.downgradeReason)" "read-only paths"
 
