@@ -11,6 +11,7 @@
  */
 #include "policy.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -495,16 +496,35 @@ static int add_secret_stores(struct path_list *l, struct resolve_cache *cache,
 
 /* Unix sockets of daemons that would do anything a command asks outside
  * the sandbox: container engines (docker run -v /:/host), systemd and the
- * D-Bus buses (systemd-run), snapd, libvirt, lxd, and the user's ssh and
- * gpg agents (their keys).  Filesystem sockets are not namespaced, so those
- * that exist are masked (connect fails); one a daemon creates mid-run is
- * not. */
+ * D-Bus buses (systemd-run), snapd, libvirt, lxd, the user's ssh and gpg
+ * agents (their keys), and the terminals and displays that would type into
+ * the user's shells (tmux send-keys, an X server, emacs' server).
+ * Filesystem sockets are not namespaced, so those that exist are masked
+ * (connect fails); one a daemon creates mid-run is not. */
 static int add_socket(struct path_list *l, const char *path, struct resolve_cache *cache,
                       corral_error *err) {
   struct stat st;
   if (!path || path[0] != '/' || stat(path, &st) < 0 || !S_ISSOCK(st.st_mode))
     return 0;
   return add_resolved(l, path, cache, err);
+}
+
+/* Every socket directly in `dir`. */
+static int add_sockets_in(struct path_list *l, const char *dir, struct resolve_cache *cache,
+                          corral_error *err) {
+  DIR *d = opendir(dir);
+  if (!d)
+    return 0;
+  int r = 0;
+  struct dirent *de;
+  while (r == 0 && (de = readdir(d)))
+    if (de->d_type == DT_SOCK || de->d_type == DT_UNKNOWN) {
+      char path[PATH_MAX];
+      snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+      r = add_socket(l, path, cache, err);
+    }
+  closedir(d);
+  return r;
 }
 
 static int add_daemon_sockets(struct path_list *l, struct resolve_cache *cache,
@@ -538,6 +558,24 @@ static int add_daemon_sockets(struct path_list *l, struct resolve_cache *cache,
     snprintf(path, sizeof path, "%.*s", (int)strcspn(dbus + 10, ",;"), dbus + 10);
     r = add_socket(l, path, cache, err);
   }
+  /* Terminal multiplexers and displays: tmux (TMUX is "socket,pid,index";
+   * its directory is tmux-UID in TMUX_TMPDIR or /tmp), X servers, emacs. */
+  const char *tmux = getenv("TMUX"), *tmux_dir = getenv("TMUX_TMPDIR");
+  char path[PATH_MAX];
+  unsigned uid = (unsigned)getuid();
+  if (r == 0 && tmux && tmux[0] == '/') {
+    snprintf(path, sizeof path, "%.*s", (int)strcspn(tmux, ","), tmux);
+    r = add_socket(l, path, cache, err);
+  }
+  snprintf(path, sizeof path, "%s/tmux-%u",
+           tmux_dir && tmux_dir[0] == '/' ? tmux_dir : "/tmp", uid);
+  if (r == 0)
+    r = add_sockets_in(l, path, cache, err);
+  if (r == 0)
+    r = add_sockets_in(l, "/tmp/.X11-unix", cache, err);
+  snprintf(path, sizeof path, "/tmp/emacs%u", uid);
+  if (r == 0)
+    r = add_sockets_in(l, path, cache, err);
   return r;
 }
 

@@ -165,7 +165,7 @@ expect_not_contains "$out" SECRET
 t "--allow-read re-includes a store on purpose"
 expect_eq SECRET-late "$(cr --allow-read "$HOME/.aws" -- cat "$HOME/.aws/credentials")"
 
-t "daemons' sockets (ssh-agent, docker, the session bus) cannot be reached; other sockets can"
+t "daemons' and terminals' sockets (ssh-agent, docker, the session bus, tmux) cannot be reached; other sockets can"
 # Not under HOME: a socket seen through its overlay view cannot be connected to.
 sockdir=$(mktemp -d /var/tmp/corral-sock-XXXXXX)
 listen() {  # a Unix socket answering "hello" to each connection
@@ -176,8 +176,10 @@ while True:
   hostpids+=($!)
 }
 hostpids=()
-for n in agent docker bus other; do listen "$sockdir/$n.sock"; done
-for n in agent docker bus other; do for _ in $(seq 50); do [ -S "$sockdir/$n.sock" ] && break; sleep 0.05; done; done
+mkdir "$sockdir/tmux-$(id -u)"
+socks=(agent.sock docker.sock bus.sock tmux.sock "tmux-$(id -u)/default" other.sock)
+for n in "${socks[@]}"; do listen "$sockdir/$n"; done
+for n in "${socks[@]}"; do for _ in $(seq 50); do [ -S "$sockdir/$n" ] && break; sleep 0.05; done; done
 probe='import socket,sys
 for p in sys.argv[1:]:
     s=socket.socket(socket.AF_UNIX)
@@ -185,10 +187,13 @@ for p in sys.argv[1:]:
     except OSError as e: print(p.rsplit("/",1)[1], "refused")'
 out=$(SSH_AUTH_SOCK=$sockdir/agent.sock DOCKER_HOST=unix://$sockdir/docker.sock \
   DBUS_SESSION_BUS_ADDRESS=unix:path=$sockdir/bus.sock,guid=x \
-  cr -- python3 -c "$probe" "$sockdir/agent.sock" "$sockdir/docker.sock" "$sockdir/bus.sock" "$sockdir/other.sock")
+  TMUX=$sockdir/tmux.sock,4242,0 TMUX_TMPDIR=$sockdir \
+  cr -- python3 -c "$probe" "${socks[@]/#/$sockdir/}")
 expect_eq "agent.sock refused
 docker.sock refused
 bus.sock refused
+tmux.sock refused
+default refused
 other.sock hello" "$out"
 out=$(SSH_AUTH_SOCK=$sockdir/agent.sock cr --allow-read "$sockdir/agent.sock" -- python3 -c "$probe" "$sockdir/agent.sock")
 expect_eq "agent.sock hello" "$out" "--allow-read re-includes a socket"
