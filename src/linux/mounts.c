@@ -5,7 +5,8 @@
  *   1. make every mount private, so nothing propagates back to the host;
  *   2. clone (open_tree) every source while the host tree is still in view:
  *      the whole root (or, for restricted reads, the platform and read
- *      roots), each write root, each allow-read path;
+ *      roots), each write root, each allow-read path (1 and 2 create no
+ *      file, so they run before the uid/gid maps: mounts_clone_apply);
  *   3. cover /tmp with a scratch tmpfs and build the new root in it — every
  *      directory or file created as a mount point lives in a tmpfs of ours,
  *      never on the host;
@@ -29,7 +30,9 @@
  *      allow-read paths bound back in; the same file over daemons' sockets
  *      (policy.c, add_daemon_sockets);
  *   9. a fresh /proc (only the sandbox's processes) and a minimal /dev;
- *  10. pivot_root into the new root and detach the old one.
+ *  10. pivot_root into the new root and detach the old one (or leave the
+ *      detaching to the network-namespace child, which does it while init
+ *      goes on: namespaces.c).
  *
  * Runs inside init: no allocation; fixed tables of descriptors.
  */
