@@ -114,6 +114,14 @@ static ssize_t read_byte(int fd, char *c) {
  * of the new one.  An unmount waits for an RCU grace period; init drops
  * its privileges meanwhile, and waits for this before the command runs. */
 static _Noreturn void net_child(int ready, int hold) {
+  /* Nothing of init's but the two pipes: not the command's output pipes
+   * (their EOF must not wait for this child), not the report pipe. */
+  unsigned lo = (unsigned)(ready < hold ? ready : hold), hi = (unsigned)(ready < hold ? hold : ready);
+  if (lo > 0)
+    syscall(SYS_close_range, 0U, lo - 1, 0U);
+  if (hi > lo + 1)
+    syscall(SYS_close_range, lo + 1, hi - 1, 0U);
+  syscall(SYS_close_range, hi + 1, ~0U, 0U);
   struct net_result res = {0, 0};
   if (unshare(ALONGSIDE) < 0)
     res = (struct net_result){errno, 'n'};
