@@ -43,6 +43,7 @@
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -322,6 +323,7 @@ struct init_state {
   int wd[64];
   size_t dir_of[64]; /* for each wd: a watch path whose directory it is */
   size_t nwd;
+  struct stat was[256]; /* each watch path as it was at start; st_nlink 0: absent */
   const launch_plan *plan;
 };
 
@@ -331,17 +333,39 @@ static size_t dir_len(const char *path) {
   return slash ? (size_t)(slash - path) : 0;
 }
 
+/* Reports every protected path that exists now and did not at start (or
+ * was something else then: a .git symlink replaced); true if there was
+ * one. */
+static bool sweep_protected(const struct init_state *st, int report_fd) {
+  bool hit = false;
+  for (size_t k = 0; k < st->plan->nwatch; k++) {
+    struct stat sb;
+    const struct stat *was = &st->was[k];
+    if (lstat(st->plan->watch[k], &sb) == 0 &&
+        (!was->st_nlink || sb.st_ino != was->st_ino || sb.st_dev != was->st_dev ||
+         (sb.st_mode & S_IFMT) != (was->st_mode & S_IFMT))) {
+      report_write(report_fd, REPORT_DENIAL, CORRAL_CAP_PROTECTED_METADATA, 0, st->plan->watch[k]);
+      hit = true;
+    }
+  }
+  return hit;
+}
+
 /* Reports every protected name created in a watched directory; true if
  * there was one.  The events stay queued even when the name is removed
- * again at once, so that counts too. */
+ * again at once, so that counts too.  A command that floods a watched
+ * directory overflows the queue and events are lost: then every protected
+ * path is looked at instead. */
 static bool check_protected(struct init_state *st, int report_fd) {
   char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-  bool hit = false;
+  bool hit = false, overflow = false;
   ssize_t n;
   while (st->watch_fd >= 0 && (n = read(st->watch_fd, buf, sizeof buf)) > 0) {
     for (char *p = buf; p < buf + n;) {
       struct inotify_event *ev = (struct inotify_event *)p;
       p += sizeof *ev + ev->len;
+      if (ev->mask & IN_Q_OVERFLOW)
+        overflow = true;
       if (!ev->len)
         continue;
       const launch_plan *plan = st->plan;
@@ -360,6 +384,8 @@ static bool check_protected(struct init_state *st, int report_fd) {
       }
     }
   }
+  if (overflow && !hit)
+    hit = sweep_protected(st, report_fd);
   return hit;
 }
 
@@ -384,7 +410,10 @@ static int status_to_code(int status) {
 /* Ends every remaining process (SIGKILL, repeated until none is left: a
  * process may fork between the walk and the kill) and reports. */
 static _Noreturn void finish(struct init_state *st, int report_fd, bool killed) {
-  check_protected(st, report_fd); /* a create just before the end counts too */
+  /* A create just before the end counts too, and what exists at the end
+   * was created, whatever the events said. */
+  if (st->plan->nwatch && !check_protected(st, report_fd))
+    sweep_protected(st, report_fd);
   for (;;) {
     kill_tree(SIGKILL);
     reap(st);
@@ -528,6 +557,13 @@ static _Noreturn void init_main(const launch_plan *plan, int stdio[3], int repor
    * for once it has reported. */
   if (plan->nwatch) {
     st.watch_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+    if (plan->nwatch > ARRAY_SIZE(st.was)) {
+      report_write(report_fd, REPORT_SETUP_FAILED, E2BIG, 0, "protected paths: too many");
+      _exit(125);
+    }
+    for (size_t k = 0; k < plan->nwatch; k++)
+      if (lstat(plan->watch[k], &st.was[k]) < 0)
+        st.was[k].st_nlink = 0;
     if (st.watch_fd < 0) {
       report_write(report_fd, REPORT_SETUP_FAILED, errno, 0, "protected paths: inotify_init1");
       _exit(125);

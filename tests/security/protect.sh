@@ -84,6 +84,16 @@ expect_eq "$lws/.git" "$(printf '%s' "$json" | json_get outcome.denial.capabilit
 expect_absent "$lws/.git/hooks/pre-commit"
 rm -rf "$lws"
 
+t "flooding the watched directory first does not hide a protected name's creation"
+json=$(cr --json -- python3 -c '
+import os
+for i in range(20000): open("flood-%d" % i, "w").close()
+os.mkdir(".agents")
+import time; time.sleep(5)'); expect_eq 125 $?
+expect_eq "$ws/.agents" "$(printf '%s' "$json" | json_get outcome.denial.capability.scope)"
+expect_absent "$ws/.agents"
+rm -f "$ws"/flood-*
+
 t "an existing protected directory is read-only"
 mkdir "$ws/.agents"
 cr -- sh -c "echo x > $ws/.agents/planted" 2>/dev/null
