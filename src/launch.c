@@ -323,9 +323,12 @@ struct init_state {
   int wd[64];
   size_t dir_of[64]; /* for each wd: a watch path whose directory it is */
   size_t nwd;
-  struct stat was[256]; /* each watch path as it was at start; st_nlink 0: absent */
   const launch_plan *plan;
 };
+
+/* Each watch path as it was at start (st_nlink 0: absent).  Init's own
+ * memory, off its stack. */
+static struct stat watch_was[256];
 
 /* The length of `path`'s directory part. */
 static size_t dir_len(const char *path) {
@@ -340,7 +343,7 @@ static bool sweep_protected(const struct init_state *st, int report_fd) {
   bool hit = false;
   for (size_t k = 0; k < st->plan->nwatch; k++) {
     struct stat sb;
-    const struct stat *was = &st->was[k];
+    const struct stat *was = &watch_was[k];
     if (lstat(st->plan->watch[k], &sb) == 0 &&
         (!was->st_nlink || sb.st_ino != was->st_ino || sb.st_dev != was->st_dev ||
          (sb.st_mode & S_IFMT) != (was->st_mode & S_IFMT))) {
@@ -557,13 +560,13 @@ static _Noreturn void init_main(const launch_plan *plan, int stdio[3], int repor
    * for once it has reported. */
   if (plan->nwatch) {
     st.watch_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-    if (plan->nwatch > ARRAY_SIZE(st.was)) {
+    if (plan->nwatch > ARRAY_SIZE(watch_was)) {
       report_write(report_fd, REPORT_SETUP_FAILED, E2BIG, 0, "protected paths: too many");
       _exit(125);
     }
     for (size_t k = 0; k < plan->nwatch; k++)
-      if (lstat(plan->watch[k], &st.was[k]) < 0)
-        st.was[k].st_nlink = 0;
+      if (lstat(plan->watch[k], &watch_was[k]) < 0)
+        watch_was[k].st_nlink = 0;
     if (st.watch_fd < 0) {
       report_write(report_fd, REPORT_SETUP_FAILED, errno, 0, "protected paths: inotify_init1");
       _exit(125);
