@@ -541,7 +541,8 @@ static int add_daemon_sockets(struct path_list *l, struct resolve_cache *cache,
   static const char *const in_run[] = {"bus", "docker.sock", "podman/podman.sock", "systemd/private",
                                        "gnupg/S.gpg-agent", "gnupg/S.gpg-agent.ssh",
                                        "gnupg/S.gpg-agent.extra", "gnupg/S.gpg-agent.browser",
-                                       "gnupg/S.keyboxd"};
+                                       "gnupg/S.keyboxd", "keyring/control", "keyring/ssh",
+                                       "gcr/ssh"};
   for (size_t i = 0; run && run[0] == '/' && i < ARRAY_SIZE(in_run) && r == 0; i++) {
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/%s", run, in_run[i]);
