@@ -320,21 +320,16 @@ struct init_state {
   bool command_done;
   int command_status;
   int watch_fd; /* inotify over the directories of plan->watch, or -1 */
-  int wd[64];
-  size_t dir_of[64]; /* for each wd: a watch path whose directory it is */
-  size_t nwd;
   const launch_plan *plan;
 };
 
-/* Each watch path as it was at start (st_nlink 0: absent).  Init's own
- * memory, off its stack. */
-static struct stat watch_was[256];
-
-/* The length of `path`'s directory part. */
-static size_t dir_len(const char *path) {
-  const char *slash = strrchr(path, '/');
-  return slash ? (size_t)(slash - path) : 0;
-}
+/* For each of plan->watch: the watch on its directory (one directory, one
+ * wd, however many paths are in it) and the path as it was at start
+ * (st_nlink 0: absent).  Init's own memory, off its stack. */
+static struct watched {
+  int wd;
+  struct stat was;
+} watched[256];
 
 /* Reports every protected path that exists now and did not at start (or
  * was something else then: a .git symlink replaced); true if there was
@@ -343,7 +338,7 @@ static bool sweep_protected(const struct init_state *st, int report_fd) {
   bool hit = false;
   for (size_t k = 0; k < st->plan->nwatch; k++) {
     struct stat sb;
-    const struct stat *was = &watch_was[k];
+    const struct stat *was = &watched[k].was;
     if (lstat(st->plan->watch[k], &sb) == 0 &&
         (!was->st_nlink || sb.st_ino != was->st_ino || sb.st_dev != was->st_dev ||
          (sb.st_mode & S_IFMT) != (was->st_mode & S_IFMT))) {
@@ -371,16 +366,9 @@ static bool check_protected(struct init_state *st, int report_fd) {
         overflow = true;
       if (!ev->len)
         continue;
-      const launch_plan *plan = st->plan;
-      for (size_t d = 0; d < st->nwd; d++) {
-        if (st->wd[d] != ev->wd)
-          continue;
-        const char *dir = plan->watch[st->dir_of[d]];
-        size_t dlen = dir_len(dir);
-        for (size_t k = 0; k < plan->nwatch; k++) {
-          const char *w = plan->watch[k];
-          if (dir_len(w) != dlen || strncmp(w, dir, dlen) != 0 || strcmp(w + dlen + 1, ev->name))
-            continue;
+      for (size_t k = 0; k < st->plan->nwatch; k++) {
+        const char *w = st->plan->watch[k];
+        if (watched[k].wd == ev->wd && strcmp(strrchr(w, '/') + 1, ev->name) == 0) {
           report_write(report_fd, REPORT_DENIAL, CORRAL_CAP_PROTECTED_METADATA, 0, w);
           hit = true;
         }
@@ -560,34 +548,23 @@ static _Noreturn void init_main(const launch_plan *plan, int stdio[3], int repor
    * for once it has reported. */
   if (plan->nwatch) {
     st.watch_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-    if (plan->nwatch > ARRAY_SIZE(watch_was)) {
-      report_write(report_fd, REPORT_SETUP_FAILED, E2BIG, 0, "protected paths: too many");
-      _exit(125);
-    }
-    for (size_t k = 0; k < plan->nwatch; k++)
-      if (lstat(plan->watch[k], &watch_was[k]) < 0)
-        watch_was[k].st_nlink = 0;
-    if (st.watch_fd < 0) {
-      report_write(report_fd, REPORT_SETUP_FAILED, errno, 0, "protected paths: inotify_init1");
+    if (st.watch_fd < 0 || plan->nwatch > ARRAY_SIZE(watched)) {
+      report_write(report_fd, REPORT_SETUP_FAILED, st.watch_fd < 0 ? errno : E2BIG, 0,
+                   "protected paths: inotify_init1");
       _exit(125);
     }
     for (size_t k = 0; k < plan->nwatch; k++) {
+      /* Every path is absolute with a parent: the adapter made them. */
       char dir[PATH_MAX];
-      size_t len = dir_len(plan->watch[k]);
-      snprintf(dir, sizeof dir, "%.*s", len ? (int)len : 1, plan->watch[k]);
-      int wd = inotify_add_watch(st.watch_fd, dir, IN_CREATE | IN_MOVED_TO | IN_ONLYDIR);
-      bool known = false;
-      for (size_t d = 0; d < st.nwd && !known; d++)
-        known = st.wd[d] == wd;
-      if (wd < 0 || (!known && st.nwd == ARRAY_SIZE(st.wd))) {
-        /* Fail closed: an unwatched protected path could be planted. */
-        report_write(report_fd, REPORT_SETUP_FAILED, wd < 0 ? errno : E2BIG, 0,
-                     "protected paths: inotify watch");
+      const char *w = plan->watch[k];
+      snprintf(dir, sizeof dir, "%.*s", (int)(strrchr(w, '/') - w), w);
+      if (lstat(w, &watched[k].was) < 0)
+        watched[k].was.st_nlink = 0;
+      /* Fail closed: an unwatched protected path could be planted. */
+      if ((watched[k].wd = inotify_add_watch(st.watch_fd, dir,
+                                             IN_CREATE | IN_MOVED_TO | IN_ONLYDIR)) < 0) {
+        report_write(report_fd, REPORT_SETUP_FAILED, errno, 0, "protected paths: inotify watch");
         _exit(125);
-      }
-      if (!known) {
-        st.wd[st.nwd] = wd;
-        st.dir_of[st.nwd++] = k;
       }
     }
   }

@@ -232,15 +232,19 @@ int policy_load_buffer(corral_policy *p, const char *data, size_t len, const cha
   return 0;
 }
 
-bool user_config_dir(char *out, size_t size) {
-  const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
+bool xdg_dir(const char *var, const char *in_home, char *out, size_t size) {
+  const char *xdg = getenv(var), *home = getenv("HOME");
   if (xdg && xdg[0] == '/')
     snprintf(out, size, "%s", xdg);
   else if (home && home[0] == '/')
-    snprintf(out, size, "%s/.config", home);
+    snprintf(out, size, "%s/%s", home, in_home);
   else
     return false;
   return true;
+}
+
+bool user_config_dir(char *out, size_t size) {
+  return xdg_dir("XDG_CONFIG_HOME", ".config", out, size);
 }
 
 bool user_policy_path(char *out, size_t size) {
@@ -394,15 +398,13 @@ static char *resolve_cached(const char *path, struct resolve_cache *cache, corra
    * (so a store under a symlinked HOME gets its real path even before it
    * exists). */
   normalise(buf);
-  size_t len = strlen(buf);
-  for (char *slash = strrchr(buf, '/'); slash && slash != buf; slash = strrchr(buf, '/')) {
+  char up[PATH_MAX];
+  snprintf(up, sizeof up, "%s", buf);
+  for (char *slash = strrchr(up, '/'); slash && slash != up; slash = strrchr(up, '/')) {
     *slash = '\0';
     char rp[PATH_MAX];
-    if (resolve_parent(buf, rp, cache)) {
-      for (char *c = slash; c < buf + len; c++)
-        if (*c == '\0')
-          *c = '/'; /* the components cut off on the way up */
-      const char *rest = slash + 1;
+    if (resolve_parent(up, rp, cache)) {
+      const char *rest = buf + (slash - up) + 1;
       size_t need = strlen(rp) + strlen(rest) + 2;
       char *out = malloc(need);
       if (out)
@@ -410,11 +412,7 @@ static char *resolve_cached(const char *path, struct resolve_cache *cache, corra
       return out;
     }
   }
-  /* Nothing but / exists: the path as written. */
-  for (size_t i = 0; i < len; i++)
-    if (buf[i] == '\0')
-      buf[i] = '/';
-  return strdup(buf);
+  return strdup(buf); /* nothing but / exists: the path as written */
 }
 
 char *path_resolve(const char *path, corral_error *err) { return resolve_cached(path, NULL, err); }
@@ -427,6 +425,10 @@ static int add_resolved(struct path_list *l, const char *p, struct resolve_cache
   int rc = path_list_has(l, r) ? 0 : path_list_add(l, r);
   free(r);
   return rc < 0 ? error_set(err, rc, -rc, "out of memory") : 0;
+}
+
+int path_list_add_real(struct path_list *l, const char *path, corral_error *err) {
+  return add_resolved(l, path, NULL, err);
 }
 
 /* The usual secret stores of the user running corral.  Paths that do not

@@ -47,6 +47,8 @@ corral_policy *policy_copy(const corral_policy *p);
 /* $XDG_CONFIG_HOME, else ~/.config; and the user's policy file in it.
  * false when neither variable gives an absolute path. */
 bool user_config_dir(char *out, size_t size);
+/* $VAR if absolute, else $HOME/in_home; false when neither is. */
+bool xdg_dir(const char *var, const char *in_home, char *out, size_t size);
 bool user_policy_path(char *out, size_t size);
 /* The policy file's JSON from memory; `name` is used in messages. */
 int policy_load_buffer(corral_policy *p, const char *data, size_t len, const char *name,
@@ -64,5 +66,7 @@ bool path_is_under(const char *path, const char *root);
 /* ~ expanded, absolute, symlinks resolved where the path exists (else
  * normalised lexically).  Returns a new string or NULL with err set. */
 char *path_resolve(const char *path, corral_error *err);
+/* Adds path_resolve(path) unless it is there; 0 or a negative errno. */
+int path_list_add_real(struct path_list *l, const char *path, corral_error *err);
 
 #endif

@@ -19,26 +19,16 @@
 #include "../policy.h"
 #include "linux.h"
 
-/* Adds `path` by its real path (the sandbox is built by path: a symlink
- * on the way would put the mount somewhere else) unless already there. */
-static int add_real(struct path_list *l, const char *path) {
-  char *real = path_resolve(path, NULL);
-  if (!real)
-    return -ENOMEM;
-  int r = path_list_has(l, real) ? 0 : path_list_add(l, real);
-  free(real);
-  return r;
-}
-
-/* `name` in `dir`: read-only when it exists (by its real path), else its
- * creation is watched for. */
+/* `name` in `dir`: read-only when it exists (by its real path: the
+ * sandbox is built by path, and a symlink on the way would put the mount
+ * somewhere else), else its creation is watched for. */
 static int protect(struct profile *pr, struct path_list *watch, const char *dir,
                    const char *name) {
   char path[PATH_MAX];
   struct stat st;
   snprintf(path, sizeof path, "%s/%s", dir, name);
   if (lstat(path, &st) == 0)
-    return add_real(&pr->deny_write, path);
+    return path_list_add_real(&pr->deny_write, path, NULL);
   return path_list_has(watch, path) ? 0 : path_list_add(watch, path);
 }
 

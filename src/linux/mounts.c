@@ -252,6 +252,17 @@ static void parent_of(const char *path, const struct denied *d, char *out) {
   snprintf(out, PATH_MAX, "%.*s", d->parent_len ? (int)d->parent_len : 1, path);
 }
 
+/* An unreadable empty file over `path` (a denied file, a daemon's socket:
+ * connect fails); nothing when it is gone. */
+static int cover_file(const char *path, int report_fd, const char *what) {
+  char target[PATH_MAX];
+  in_root(target, path);
+  int fd = clone_fd(DENIED_FILE);
+  if (fd >= 0 && attach(fd, target) == 0)
+    return 0;
+  return fd >= 0 && errno == ENOENT ? 0 : setup_failed(report_fd, errno, what, path);
+}
+
 static int deny_read(size_t idx, const struct profile *pr, int report_fd) {
   const char *path = pr->deny_read.v[idx];
   char target[PATH_MAX];
@@ -265,10 +276,7 @@ static int deny_read(size_t idx, const struct profile *pr, int report_fd) {
     return errno == ENOENT ? 0 : setup_failed(report_fd, errno, "mounts: deny-read `%s`", path);
   if (fstat(tfd, &st) < 0 || !S_ISDIR(st.st_mode)) {
     close(tfd);
-    int fd = clone_fd(DENIED_FILE);
-    if (fd < 0 || attach(fd, target) < 0)
-      return setup_failed(report_fd, errno, "mounts: deny-read `%s`", path);
-    return 0;
+    return cover_file(path, report_fd, "mounts: deny-read `%s`");
   }
   /* Mounted on the very directory opened, through its descriptor. */
   char via[64];
@@ -294,20 +302,6 @@ static int deny_read(size_t idx, const struct profile *pr, int report_fd) {
   }
   if (set_attr(target, MOUNT_ATTR_RDONLY, 0, false) < 0)
     return setup_failed(report_fd, errno, "mounts: deny-read `%s` read-only", path);
-  return 0;
-}
-
-/* An unreadable empty file over a daemon's socket: connect fails. */
-static int hide_socket(const char *path, int report_fd) {
-  char target[PATH_MAX];
-  in_root(target, path);
-  int tfd = open_exact(target);
-  if (tfd < 0)
-    return errno == ENOENT ? 0 : setup_failed(report_fd, errno, "mounts: hide socket `%s`", path);
-  close(tfd);
-  int fd = clone_fd(DENIED_FILE);
-  if (fd < 0 || attach(fd, target) < 0)
-    return setup_failed(report_fd, errno, "mounts: hide socket `%s`", path);
   return 0;
 }
 
@@ -666,7 +660,7 @@ int mounts_apply(const struct linux_plan *lp, bool detach, int report_fd) {
     if (deny_read(i, pr, report_fd) < 0)
       return -1;
   for (size_t i = 0; i < pr->hidden_sockets.n; i++)
-    if (hide_socket(pr->hidden_sockets.v[i], report_fd) < 0)
+    if (cover_file(pr->hidden_sockets.v[i], report_fd, "mounts: hide socket `%s`") < 0)
       return -1;
   if (pr->restricted_read) {
     in_root(path, "/");

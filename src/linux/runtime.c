@@ -49,11 +49,9 @@ static bool cleanup_due(const char *base, bool created) {
 
 /* The base directory, or "" when there is none that fits. */
 static void runtime_base(char *out, size_t size) {
-  const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-  if (xdg && xdg[0] == '/')
-    snprintf(out, size, "%s/corral/runtime/v1", xdg);
-  else if (home && home[0] == '/')
-    snprintf(out, size, "%s/.cache/corral/runtime/v1", home);
+  char cache[PATH_MAX];
+  if (xdg_dir("XDG_CACHE_HOME", ".cache", cache, sizeof cache))
+    snprintf(out, size, "%s/corral/runtime/v1", cache);
   else
     out[0] = '\0';
 }
