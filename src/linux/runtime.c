@@ -143,9 +143,9 @@ int runtime_acquire(const char *workspace, const struct path_list *roots, struct
       usable = false;
   }
   if (!usable) {
-    /* A private directory outside the workspace, removed after the run. */
-    const char *tmp = "/tmp";
-    snprintf(rl->root, sizeof rl->root, "%s/corral-runtime-XXXXXX", tmp);
+    /* A private directory outside the workspace, removed after the run
+     * (the six X are mkdtemp's template, replaced by it). */
+    snprintf(rl->root, sizeof rl->root, "/tmp/corral-runtime-XXXXXX");
     if (!mkdtemp(rl->root))
       return error_sys(err, "runtime directory: mkdtemp `%s`", rl->root);
     rl->private_dir = true;
