@@ -49,16 +49,4 @@ expect_eq true "$(printf '%s' "$json" | json_get outcome.enforcement.degraded)"
 expect_eq degraded "$(printf '%s' "$json" | json_get outcome.enforcement.level)"
 expect_contains "$(printf '%s' "$json" | json_get outcome.enforcement.downgradeReason)" "read-only paths"
 
-t "no network namespace to be had: a denied network fails closed, naming the step"
-# The limit is per user namespace and counts for every one below it.
-nonet() { unshare --user --map-root-user sh -c 'echo 0 > /proc/sys/user/max_net_namespaces && exec "$@"' sh "$@"; }
-json=$(nonet "$CORRAL_REAL" run --json -- touch "$work/ran-net"); rc=$?
-expect_eq 125 $rc
-expect_absent "$work/ran-net"
-expect_eq sandbox_setup_failure "$(printf '%s' "$json" | json_get outcome.kind)"
-expect_contains "$(printf '%s' "$json" | json_get outcome.message)" "network: new namespace"
-t "... while an allowed network needs none"
-nonet "$CORRAL_REAL" run --network allow -- touch "$work/ran-net"; expect_eq 0 $?
-expect_eq yes "$([ -e "$work/ran-net" ] && echo yes)"
-
 finish

@@ -156,6 +156,18 @@ out=$(cr -- sh -c 'ls /proc/self/fd | tr "\n" " "')
 expect_eq "0 1 2 3 " "$out"
 exec 7<&-
 
+t "no network namespace to be had: a denied network fails closed, naming the step"
+# The limit is per user namespace and counts for every one below it.
+nonet() { unshare --user --map-root-user sh -c 'echo 0 > /proc/sys/user/max_net_namespaces && exec "$@"' sh "$@"; }
+json=$(nonet "$CORRAL" run --json -- touch "$ws/ran-net"); rc=$?
+expect_eq 125 $rc
+expect_absent "$ws/ran-net"
+expect_eq sandbox_setup_failure "$(printf '%s' "$json" | json_get outcome.kind)"
+expect_contains "$(printf '%s' "$json" | json_get outcome.message)" "network: new namespace"
+t "... while an allowed network needs none"
+nonet "$CORRAL" run --network allow -- touch "$ws/ran-net"; expect_eq 0 $?
+expect_eq yes "$([ -e "$ws/ran-net" ] && echo yes)"
+
 t "loopback inside works with the network denied"
 out=$(cr -- python3 -c '
 import socket
