@@ -87,7 +87,7 @@ int corral_exec_signal(corral_exec *e, int sig) {
     return -EINVAL;
   if (!e->launched)
     return -ESRCH;
-  /* init forwards these four to the program (launch.c, sync 5) */
+  /* init forwards these four to the program (launch.c, sync 4) */
   launch_signal(&e->child, sig);
   return 0;
 }

@@ -5,15 +5,14 @@
  * the adapter's setup, forks the command and stays until the tree is gone.
  *
  * Protocol between supervisor and init (numbered as the code does it):
- *   sync 1  supervisor: clone3(CLONE_PIDFD | adapter flags) -> init.
- *   sync 2  supervisor: adapter's parent_setup (uid/gid maps), then one byte
- *           on the sync pipe; EOF instead means "give up" and init exits.
- *           Meanwhile init runs the adapter's init_early, if any.
- *   sync 3  init: adapter's init_setup; failure -> REPORT_SETUP_FAILED, exit.
- *   sync 4  init: spawns the command (CLONE_VM | CLONE_VFORK); a failed
+ *   sync 1  supervisor: clone3(CLONE_PIDFD | adapter flags) -> init.  The
+ *           supervisor has no part in the setup (init writes its own
+ *           uid/gid maps) and goes on to wait for the report.
+ *   sync 2  init: adapter's init_setup; failure -> REPORT_SETUP_FAILED, exit.
+ *   sync 3  init: spawns the command (CLONE_VM | CLONE_VFORK); a failed
  *           execve leaves its errno in init's memory -> REPORT_LAUNCHED or
  *           REPORT_EXEC_FAILED.
- *   sync 5  init: reaps; forwards SIGINT SIGTERM SIGHUP SIGQUIT to the command;
+ *   sync 4  init: reaps; forwards SIGINT SIGTERM SIGHUP SIGQUIT to the command;
  *           SIGUSR1 (or the supervisor's death) ends the whole tree; a
  *           protected name created in a watched directory kills it at once
  *           and is reported as a denial.  When
@@ -481,7 +480,7 @@ static int command_main(void *arg) {
  * meanwhile (vfork semantics), so one static stack serves. */
 static char command_stack[64 * 1024] __attribute__((aligned(16)));
 
-static _Noreturn void init_main(const launch_plan *plan, int stdio[3], int report_fd, int sync_fd,
+static _Noreturn void init_main(const launch_plan *plan, int stdio[3], int report_fd,
                                 pid_t parent) {
   bool pid_ns = (plan->clone_flags & CLONE_NEWPID) != 0;
   struct init_state st = {.command = -1, .watch_fd = -1, .plan = plan};
@@ -505,23 +504,7 @@ static _Noreturn void init_main(const launch_plan *plan, int stdio[3], int repor
   if (!pid_ns)
     prctl(PR_SET_CHILD_SUBREAPER, 1);
 
-  /* What needs no uid/gid maps starts now, alongside the supervisor. */
-  if (plan->init_early && plan->init_early(plan, report_fd) < 0)
-    _exit(125);
-
-  /* sync 2: wait for the supervisor's part. */
-  if (sync_fd >= 0) {
-    char c;
-    ssize_t r;
-    do
-      r = read(sync_fd, &c, 1);
-    while (r < 0 && errno == EINTR);
-    if (r != 1)
-      _exit(125);
-    close(sync_fd);
-  }
-
-  /* sync 3: the adapter's setup inside init. */
+  /* sync 2: the adapter's setup inside init. */
   if (plan->init_setup && plan->init_setup(plan, report_fd) < 0)
     _exit(125);
 
@@ -569,7 +552,7 @@ static _Noreturn void init_main(const launch_plan *plan, int stdio[3], int repor
     }
   }
 
-  /* sync 4: the command, spawned the way posix_spawn does it: no copy of
+  /* sync 3: the command, spawned the way posix_spawn does it: no copy of
    * init's memory, and init resumes only after execve (or _exit). */
   struct command_start cs = {.plan = plan};
   pid_t pid = clone(command_main, command_stack + sizeof command_stack,
@@ -587,7 +570,7 @@ static _Noreturn void init_main(const launch_plan *plan, int stdio[3], int repor
    * pipes must depend on the command's tree alone. */
   close(0), close(1), close(2);
 
-  /* sync 5: supervise. */
+  /* sync 4: supervise. */
   for (;;) {
     struct signalfd_siginfo si;
     struct pollfd pfd[2] = {{.fd = sfd, .events = POLLIN}, {.fd = st.watch_fd, .events = POLLIN}};
@@ -623,16 +606,12 @@ static _Noreturn void init_main(const launch_plan *plan, int stdio[3], int repor
 
 int launch_start(const launch_plan *plan, int stdin_fd, int stdout_fd, int stderr_fd,
                  launch_child *child, corral_error *err) {
-  int report[2], sync[2] = {-1, -1};
+  int report[2];
   child->pid = -1;
   child->pidfd = -1;
   child->report_fd = -1;
   if (pipe2(report, O_CLOEXEC) < 0)
     return error_sys(err, "creating the report pipe");
-  if (plan->parent_setup && pipe2(sync, O_CLOEXEC) < 0) {
-    close(report[0]), close(report[1]);
-    return error_sys(err, "creating the sync pipe");
-  }
   pid_t parent = getpid();
   int pidfd = -1;
   /* sync 1 */
@@ -640,38 +619,19 @@ int launch_start(const launch_plan *plan, int stdin_fd, int stdout_fd, int stder
   if (pid < 0) {
     int e = errno;
     close(report[0]), close(report[1]);
-    if (sync[0] >= 0)
-      close(sync[0]), close(sync[1]);
     errno = e;
     return error_sys(err, "clone3 of the sandbox init (flags %#lx)", plan->clone_flags);
   }
   if (pid == 0) {
     int stdio[3] = {stdin_fd, stdout_fd, stderr_fd};
     close(report[0]);
-    if (sync[1] >= 0)
-      close(sync[1]);
-    init_main(plan, stdio, report[1], sync[0], parent);
+    init_main(plan, stdio, report[1], parent);
   }
   close(report[1]);
   fcntl(report[0], F_SETFL, O_NONBLOCK);
   child->pid = pid;
   child->pidfd = pidfd;
   child->report_fd = report[0];
-  if (sync[0] >= 0) {
-    close(sync[0]);
-    /* sync 2 */
-    int r = plan->parent_setup(plan, pid, err);
-    if (r == 0 && write(sync[1], "1", 1) != 1)
-      r = error_sys(err, "releasing the sandbox init");
-    close(sync[1]);
-    if (r < 0) {
-      launch_kill(child);
-      waitpid(pid, NULL, 0);
-      close(child->pidfd), close(child->report_fd);
-      child->pid = child->pidfd = child->report_fd = -1;
-      return r;
-    }
-  }
   return 0;
 }
 

@@ -90,11 +90,8 @@ void report_write(int fd, enum report_type type, int value, int aux, const char 
 struct launch_plan;
 /* Adapter hooks.  `init_setup` runs inside init before the command is forked;
  * it must not allocate (the caller may be multithreaded) and reports failure
- * with REPORT_SETUP_FAILED before returning -1.  `parent_setup` runs in the
- * supervisor after the clone and before init proceeds (uid/gid maps). */
+ * with REPORT_SETUP_FAILED before returning -1. */
 typedef int (*launch_init_setup_fn)(const struct launch_plan *plan, int report_fd);
-typedef int (*launch_parent_setup_fn)(const struct launch_plan *plan, pid_t child,
-                                      corral_error *err);
 
 
 typedef struct launch_plan {
@@ -106,9 +103,7 @@ typedef struct launch_plan {
   unsigned long clone_flags;    /* namespaces for init (CLONE_NEW*) */
   bool adapter_owns_launch;     /* only a LAUNCHED record says "launched" */
   bool tty;                     /* stdin is a terminal: make it the controlling one */
-  launch_init_setup_fn init_early; /* like init_setup, but before the uid/gid maps */
   launch_init_setup_fn init_setup;
-  launch_parent_setup_fn parent_setup;
   /* Paths that must not be created (protected metadata that is missing):
    * init watches their directories with inotify, and a create, mkdir,
    * symlink or rename onto one kills the tree at once and is reported as a

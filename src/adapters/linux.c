@@ -3,18 +3,18 @@
  * applied by corral's own init inside the clone (no helper binary).
  *
  * Setup order inside init (each later step relies on the earlier ones):
- *   1. (supervisor) uid/gid maps written for the new user namespace;
- *   2. (network denied) a private network namespace with loopback up, made
- *      by a child of init while init goes on with 3, and joined after it
- *      (not after 4: Landlock forbids reaching into the child); the same
- *      child then detaches the old root while init goes on with 4 and 5,
- *      and init waits for that before 6;
- *   3. the filesystem: mounts.c, ending in pivot_root (its first steps,
- *      which create no file, before the uid/gid maps);
- *   4. Landlock over the write roots, and signal/abstract-socket scoping;
- *   5. every capability dropped (the bounding set early), no_new_privs;
- *   6. seccomp (compiled by the build, seccomp.c), loaded early: its rules
- *      refuse nothing the setup does.
+ *   1. (network denied) a child of init makes a private network namespace
+ *      with loopback up while init goes on with 2-4, and init joins it
+ *      after 4 (not after 5: Landlock forbids reaching into the child);
+ *      the same child then detaches the old root while init goes on with
+ *      5 and 6, and init waits for that before the command runs;
+ *   2. what needs no uid/gid maps: the mount sources cloned, the bounding
+ *      set emptied, seccomp (compiled by the build, seccomp.c) loaded — its
+ *      rules refuse nothing the setup does;
+ *   3. init's own uid/gid maps (namespaces.c);
+ *   4. the filesystem: mounts.c, ending in pivot_root;
+ *   5. Landlock over the write roots, and signal/abstract-socket scoping;
+ *   6. every capability dropped, no_new_privs.
  * Any failure is reported with the step and nothing runs (fail closed).
  */
 #include <stdio.h>
@@ -28,32 +28,19 @@ struct linux_adapter {
   struct sock_fprog seccomp;
 };
 
-/* Before the uid/gid maps, what needs none: the network child, the mount
- * sources, the bounding set, and the seccomp filter (after the child
- * forks: its rules refuse nothing init or the child does, and loading it
- * costs the kernel a JIT compile best done while init waits anyway). */
-static int linux_init_early(const launch_plan *plan, int report_fd) {
-  const struct linux_plan *lp = plan->adapter_data;
-  if ((!lp->profile.network_allow && ns_net_begin_apply(report_fd) < 0) ||
-      mounts_clone_apply(lp, report_fd) < 0 || ns_drop_bounding_apply(report_fd) < 0 ||
-      seccomp_apply(&lp->seccomp, report_fd) < 0)
-    return -1;
-  return 0;
-}
-
+/* In the order of the header; the network child first, since its
+ * namespace takes longest. */
 static int linux_init_setup(const launch_plan *plan, int report_fd) {
   const struct linux_plan *lp = plan->adapter_data;
   bool helper = !lp->profile.network_allow;
-  if (mounts_apply(lp, !helper, report_fd) < 0 || (helper && ns_net_join_apply(report_fd) < 0) ||
+  if ((helper && ns_net_begin_apply(report_fd) < 0) || mounts_clone_apply(lp, report_fd) < 0 ||
+      ns_drop_bounding_apply(report_fd) < 0 || seccomp_apply(&lp->seccomp, report_fd) < 0 ||
+      ns_write_id_maps_apply(lp->uid, lp->gid, report_fd) < 0 ||
+      mounts_apply(lp, !helper, report_fd) < 0 || (helper && ns_net_join_apply(report_fd) < 0) ||
       landlock_apply(lp, report_fd) < 0 || ns_drop_privileges_apply(report_fd) < 0 ||
       (helper && ns_net_detached_apply(report_fd) < 0))
     return -1;
   return 0;
-}
-
-static int linux_parent_setup(const launch_plan *plan, pid_t child, corral_error *err) {
-  const struct linux_plan *lp = plan->adapter_data;
-  return ns_write_id_maps(child, lp->uid, lp->gid, err);
 }
 
 /* What both Linux adapters prepare alike: the profile, the command, the
@@ -99,9 +86,7 @@ static int linux_prepare(corral_adapter *ad, const corral_request *req, launch_p
     return r;
   const struct linux_plan *lp = plan->adapter_data;
   plan->clone_flags = ns_clone_flags(lp->profile.network_allow);
-  plan->init_early = linux_init_early;
   plan->init_setup = linux_init_setup;
-  plan->parent_setup = linux_parent_setup;
   if (enforcement_set(enf, "linux", CORRAL_LEVEL_NATIVE, NULL) < 0)
     return error_set(err, -ENOMEM, ENOMEM, "out of memory");
   return 0;

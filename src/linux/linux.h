@@ -48,7 +48,7 @@ struct linux_plan {
 
 /* namespaces.c */
 unsigned long ns_clone_flags(bool network_allow);
-int ns_write_id_maps(pid_t child, uid_t uid, gid_t gid, corral_error *err);
+int ns_write_id_maps_apply(uid_t uid, gid_t gid, int report_fd);
 /* A private network namespace with loopback up: begun by init before the
  * uid/gid maps, joined after the mounts. */
 int ns_net_begin_apply(int report_fd);

@@ -37,34 +37,32 @@ unsigned long ns_clone_flags(bool network_allow) {
   return network_allow ? f : f & ~(unsigned long)ALONGSIDE;
 }
 
-static int write_file(pid_t pid, const char *name, const char *text, corral_error *err) {
+/* Init writes its own maps: a process may map its own user and group ids
+ * into a user namespace it is in (one line each; setgroups denied first),
+ * so the supervisor has no part in the setup and init no one to wait for.
+ * /proc is still the host's here, where init has a pid of its own. */
+static int write_self(int report_fd, const char *name, const char *text) {
   char path[64];
-  snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, name);
+  snprintf(path, sizeof path, "/proc/self/%s", name);
   int fd = open(path, O_WRONLY | O_CLOEXEC);
-  if (fd < 0)
-    return error_sys(err, "namespaces: open `%s`", path);
-  ssize_t n = write(fd, text, strlen(text));
-  int e = errno;
-  close(fd);
-  if (n != (ssize_t)strlen(text)) {
-    errno = n < 0 ? e : EIO;
-    return error_sys(err, "namespaces: write `%s` to `%s`", text, path);
-  }
-  return 0;
+  ssize_t n = fd < 0 ? -1 : write(fd, text, strlen(text));
+  int e = n < 0 ? errno : EIO;
+  if (fd >= 0)
+    close(fd);
+  if (n == (ssize_t)strlen(text))
+    return 0;
+  return setup_failed(report_fd, e, "namespaces: write `%s`", path);
 }
 
-int ns_write_id_maps(pid_t child, uid_t uid, gid_t gid, corral_error *err) {
+int ns_write_id_maps_apply(uid_t uid, gid_t gid, int report_fd) {
   char map[64];
-  int r;
   /* The user keeps its own ids inside, so files it owns look like its own
    * and git's ownership checks pass; every other id shows as nobody. */
   snprintf(map, sizeof map, "%u %u 1\n", (unsigned)uid, (unsigned)uid);
-  if ((r = write_file(child, "uid_map", map, err)) < 0)
-    return r;
-  if ((r = write_file(child, "setgroups", "deny", err)) < 0)
-    return r;
+  if (write_self(report_fd, "uid_map", map) < 0 || write_self(report_fd, "setgroups", "deny") < 0)
+    return -1;
   snprintf(map, sizeof map, "%u %u 1\n", (unsigned)gid, (unsigned)gid);
-  return write_file(child, "gid_map", map, err);
+  return write_self(report_fd, "gid_map", map);
 }
 
 static int loopback_up(void) {
