@@ -6,13 +6,14 @@
  *   1. (network denied) a child of init makes a private network namespace
  *      with loopback up while init goes on with 2-4, and init joins it
  *      after 4 (not after 5: Landlock forbids reaching into the child);
- *      the same child then detaches the old root while init goes on with
- *      5 and 6, and init waits for that before the command runs;
+ *      with restricted reads the same child then detaches the old root
+ *      (left by pivot_root) while init goes on with 5 and 6, and init
+ *      waits for that before the command runs;
  *   2. what needs no uid/gid maps: the mount sources cloned, the bounding
  *      set emptied, seccomp (compiled by the build, seccomp.c) loaded — its
  *      rules refuse nothing the setup does;
  *   3. init's own uid/gid maps (namespaces.c);
- *   4. the filesystem: mounts.c, ending in pivot_root;
+ *   4. the filesystem: mounts.c (in place, or a root of its own);
  *   5. Landlock over the write roots, and signal/abstract-socket scoping;
  *   6. every capability dropped, no_new_privs.
  * Any failure is reported with the step and nothing runs (fail closed).
@@ -32,13 +33,14 @@ struct linux_adapter {
  * namespace takes longest. */
 static int linux_init_setup(const launch_plan *plan, int report_fd) {
   const struct linux_plan *lp = plan->adapter_data;
-  bool helper = !lp->profile.network_allow;
+  bool helper = !lp->profile.network_allow, pivot = mounts_pivot(lp);
   if ((helper && ns_net_begin_apply(report_fd) < 0) || mounts_clone_apply(lp, report_fd) < 0 ||
       ns_drop_bounding_apply(report_fd) < 0 || seccomp_apply(&lp->seccomp, report_fd) < 0 ||
       ns_write_id_maps_apply(lp->uid, lp->gid, report_fd) < 0 ||
-      mounts_apply(lp, !helper, report_fd) < 0 || (helper && ns_net_join_apply(report_fd) < 0) ||
-      landlock_apply(lp, report_fd) < 0 || ns_drop_privileges_apply(report_fd) < 0 ||
-      (helper && ns_net_detached_apply(report_fd) < 0))
+      mounts_apply(lp, !helper, report_fd) < 0 ||
+      (helper && ns_net_join_apply(pivot, report_fd) < 0) || landlock_apply(lp, report_fd) < 0 ||
+      ns_drop_privileges_apply(report_fd) < 0 ||
+      (helper && pivot && ns_net_detached_apply(report_fd) < 0))
     return -1;
   return 0;
 }

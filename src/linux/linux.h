@@ -52,9 +52,10 @@ int ns_write_id_maps_apply(uid_t uid, gid_t gid, int report_fd);
 /* A private network namespace with loopback up: begun by init before the
  * uid/gid maps, joined after the mounts. */
 int ns_net_begin_apply(int report_fd);
-/* Joins the namespace and hands the child the old root to detach (after
- * mounts_apply(..., false)); ns_net_detached_apply waits for that. */
-int ns_net_join_apply(int report_fd);
+/* Joins the namespace and, with hand_over, hands the child the old root to
+ * detach (after mounts_apply(..., false)); ns_net_detached_apply waits
+ * for that. */
+int ns_net_join_apply(bool hand_over, int report_fd);
 int ns_net_detached_apply(int report_fd);
 int ns_drop_bounding_apply(int report_fd);
 int ns_drop_privileges_apply(int report_fd); /* after ns_drop_bounding_apply */
@@ -67,7 +68,10 @@ void ns_obstacle(char *why, size_t whylen);
 bool ns_available(char *why, size_t whylen);
 
 /* mounts.c */
-int mounts_clone_apply(const struct linux_plan *lp, int report_fd); /* before the id maps */
+int mounts_clone_apply(const struct linux_plan *lp, int report_fd);
+/* Does mounts_apply pivot_root (restricted reads: a root of its own)?
+ * Else the sandbox is built in place and there is no old root. */
+bool mounts_pivot(const struct linux_plan *lp);
 /* detach: unmount the old root after pivot_root here (else someone else
  * must, before anything untrusted runs). */
 int mounts_apply(const struct linux_plan *lp, bool detach, int report_fd);

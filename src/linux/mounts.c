@@ -1,16 +1,26 @@
 /*
  * mounts.c — the sandbox's filesystem, built inside init's mount namespace.
  *
+ * Two shapes.  When the sandbox reads everything (the default), it is built
+ * in place: the namespace's own copy of the host's mounts is the root, made
+ * read-only, and everything else is mounted over it — no second copy of the
+ * tree, no pivot_root, no old root left to detach.  Covered host mounts
+ * (the host's /proc and /dev) stay in the mount table but no path reaches
+ * them, and the command has no capability to unmount what covers them.
+ * With restricted reads, a root of its own is built in a tmpfs from the
+ * platform and read roots, and pivoted into.
+ *
  * Order (each step depends on the one before):
  *   1. make every mount private, so nothing propagates back to the host;
  *   2. clone (open_tree) every source while the host tree is still in view:
- *      the whole root (or, for restricted reads, the platform and read
- *      roots), each write root, each allow-read path (1 and 2 create no
- *      file, so they run before the uid/gid maps: mounts_clone_apply);
- *   3. cover /tmp with a scratch tmpfs and build the new root in it — every
+ *      the host's device nodes, (restricted) the platform and read roots,
+ *      each write root, each allow-read path (1 and 2 create no file:
+ *      mounts_clone_apply);
+ *   3. a scratch tmpfs over a host mount below /dev (which 9 covers) for
+ *      the setup's own files, and (restricted) the new root in it — every
  *      directory or file created as a mount point lives in a tmpfs of ours,
- *      never on the host;
- *   4. attach the root read-only, nosuid, nodev;
+ *      never on the host (in place, a missing mount point fails the setup);
+ *   4. the root read-only, nosuid, nodev (in place, before 3);
  *   5. the parent directory of each deny-read path (the nearest one that
  *      exists, outside the write roots) gets a read-only "view", so that a
  *      secret created or renamed into place on the host while the command
@@ -30,9 +40,9 @@
  *      allow-read paths bound back in; the same file over daemons' sockets
  *      (policy.c, add_daemon_sockets);
  *   9. a fresh /proc (only the sandbox's processes) and a minimal /dev;
- *  10. pivot_root into the new root and detach the old one (or leave the
- *      detaching to the network-namespace child, which does it while init
- *      goes on: namespaces.c).
+ *  10. (restricted) pivot_root into the new root and detach the old one
+ *      (or leave the detaching to the network-namespace child, which does
+ *      it while init goes on: namespaces.c).
  *
  * Runs inside init: no allocation; fixed tables of descriptors.
  */
@@ -49,10 +59,15 @@
 #include "../launch.h"
 #include "linux.h"
 
-#define SCRATCH "/tmp"
-#define NEWROOT SCRATCH "/root"
-#define DENIED_FILE SCRATCH "/denied"
-#define MASKS SCRATCH "/masks"
+/* Where the setup keeps its own files (the unreadable file that covers
+ * denied ones, the views' whiteouts, a restricted root): a tmpfs over a
+ * host mount below /dev, which the sandbox's own /dev covers later. */
+static const char *const scratch_places[] = {"/dev/shm", "/dev/pts", "/dev/mqueue"};
+static char scratch[32], denied_file[64], masks[64];
+/* The root being built: empty when the sandbox reads everything and is
+ * built in place, over the namespace's own copy of the host's mounts (no
+ * second copy, no pivot_root, no old root to detach). */
+static char newroot[64];
 #define MAX_SOURCES 256
 #define MAX_DENIED 1024
 
@@ -107,15 +122,18 @@ static int set_attr(const char *target, uint64_t set, uint64_t clr, bool recursi
 }
 
 static void in_root(char *buf, const char *path) {
-  snprintf(buf, PATH_MAX, "%s%s", NEWROOT, strcmp(path, "/") == 0 ? "" : path);
+  snprintf(buf, PATH_MAX, "%s%s", newroot, newroot[0] && strcmp(path, "/") == 0 ? "" : path);
 }
 
-/* mkdir -p inside a tmpfs of ours (the caller guarantees that). */
-/* A mount point of the same type as the source: a directory or a file. */
-static int make_mount_point(const char *target, bool dir) {
+/* A mount point of the same type as the source: a directory or a file,
+ * made (mkdir -p) only when `create` says the target lies in a tmpfs of
+ * ours; on the host a missing one fails the setup. */
+static int make_mount_point(const char *target, bool dir, bool create) {
   struct stat st;
   if (lstat(target, &st) == 0)
     return 0;
+  if (!create)
+    return -1; /* lstat's errno */
   if (dir)
     return mkdir_p(target, 0755);
   char parent[PATH_MAX];
@@ -185,7 +203,7 @@ static int attach_sources(struct source *src, size_t n, uint64_t set, uint64_t c
     }
     if (s->fd < 0)
       continue;
-    if (set_attr_fd(s->fd, set, clr, true) < 0 || make_mount_point(target, s->dir) < 0 ||
+    if (set_attr_fd(s->fd, set, clr, true) < 0 || make_mount_point(target, s->dir, newroot[0]) < 0 ||
         attach(s->fd, target) < 0) {
       s->fd = -1;
       return setup_failed(report_fd, errno, what, s->path);
@@ -238,7 +256,7 @@ static void probe_denied(const struct profile *pr) {
     d->parent_len = (size_t)(strrchr(path, '/') - path);
     while (!d->exists && d->parent_len > 0) {
       in_root(probe, path);
-      probe[strlen(NEWROOT) + d->parent_len] = '\0';
+      probe[strlen(newroot) + d->parent_len] = '\0';
       if (lstat(probe, &st) == 0)
         break;
       d->missing_len = d->parent_len;
@@ -257,7 +275,7 @@ static void parent_of(const char *path, const struct denied *d, char *out) {
 static int cover_file(const char *path, int report_fd, const char *what) {
   char target[PATH_MAX];
   in_root(target, path);
-  int fd = clone_fd(DENIED_FILE);
+  int fd = clone_fd(denied_file);
   if (fd >= 0 && attach(fd, target) == 0)
     return 0;
   return fd >= 0 && errno == ENOENT ? 0 : setup_failed(report_fd, errno, what, path);
@@ -294,7 +312,7 @@ static int deny_read(size_t idx, const struct profile *pr, int report_fd) {
     char inner[PATH_MAX];
     in_root(inner, s->path);
     if (set_attr_fd(s->fd, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0, true) < 0 ||
-        make_mount_point(inner, s->dir) < 0 || attach(s->fd, inner) < 0) {
+        make_mount_point(inner, s->dir, true) < 0 || attach(s->fd, inner) < 0) {
       s->fd = -1;
       return setup_failed(report_fd, errno, "mounts: allow-read `%s`", s->path);
     }
@@ -357,7 +375,7 @@ static int build_view(const char *parent, const struct profile *pr, int report_f
           rc = -1;
         continue;
       }
-      if (S_ISDIR(st.st_mode) ? mkdir(entry, 0755) < 0 : make_mount_point(entry, false) < 0) {
+      if (S_ISDIR(st.st_mode) ? mkdir(entry, 0755) < 0 : make_mount_point(entry, false, true) < 0) {
         rc = -1;
         break;
       }
@@ -459,7 +477,7 @@ static int overlay_view(const char *view, size_t idx, const struct profile *pr, 
   if (strpbrk(target, ",:\\"))
     return 1;
   struct stat st;
-  snprintf(mask, sizeof mask, "%s/%zu", MASKS, idx);
+  snprintf(mask, sizeof mask, "%s/%zu", masks, idx);
   if (lstat(target, &st) < 0 || mkdir_p(mask, st.st_mode & 07777) < 0)
     return setup_failed(report_fd, errno, "mounts: view of `%s`", view);
   for (size_t i = 0; i < pr->deny_read.n; i++) {
@@ -531,19 +549,25 @@ static int build_views(const struct profile *pr, int report_fd) {
   return 0;
 }
 
+/* The host's device nodes the sandbox gets, cloned while /dev is still the
+ * host's (mounts_clone_apply). */
+static const char *const dev_nodes[] = {"null", "zero", "full", "random", "urandom", "tty"};
+static int dev_fd[ARRAY_SIZE(dev_nodes)];
+
 static int make_dev(int report_fd) {
-  static const char *const nodes[] = {"null", "zero", "full", "random", "urandom", "tty"};
   char path[PATH_MAX];
   in_root(path, "/dev");
-  if (make_mount_point(path, true) < 0 ||
+  if (make_mount_point(path, true, newroot[0]) < 0 ||
       mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k") < 0)
     return setup_failed(report_fd, errno, "dev: tmpfs on `%s`", "/dev");
-  for (size_t i = 0; i < ARRAY_SIZE(nodes); i++) {
-    char host[64];
-    snprintf(host, sizeof host, "/dev/%s", nodes[i]);
-    in_root(path, host);
-    if (mknod(path, S_IFREG | 0644, 0) < 0 || mount(host, path, NULL, MS_BIND, NULL) < 0)
-      return setup_failed(report_fd, errno, "dev: bind `%s`", host);
+  for (size_t i = 0; i < ARRAY_SIZE(dev_nodes); i++) {
+    char node[64];
+    snprintf(node, sizeof node, "/dev/%s", dev_nodes[i]);
+    in_root(path, node);
+    int fd = dev_fd[i];
+    dev_fd[i] = -1;
+    if (mknod(path, S_IFREG | 0644, 0) < 0 || attach(fd, path) < 0)
+      return setup_failed(report_fd, errno, "dev: bind `%s`", node);
   }
   in_root(path, "/dev/pts");
   if (mkdir(path, 0755) < 0 ||
@@ -570,9 +594,7 @@ static int make_dev(int report_fd) {
   return 0;
 }
 
-/* Steps 1 and 2 create no file, so init takes them before its uid/gid
- * maps are written; the rest waits for them. */
-static int root_fd = -1;
+/* Steps 1 and 2 create no file. */
 static size_t nwrite, nread, nallow;
 
 int mounts_clone_apply(const struct linux_plan *lp, int report_fd) {
@@ -580,13 +602,29 @@ int mounts_clone_apply(const struct linux_plan *lp, int report_fd) {
   /* 1. */
   if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
     return setup_failed(report_fd, errno, "mounts: make `%s` private", "/");
+  scratch[0] = '\0';
+  for (size_t i = 0; i < ARRAY_SIZE(scratch_places) && !scratch[0]; i++) {
+    struct stat st;
+    if (lstat(scratch_places[i], &st) == 0 && S_ISDIR(st.st_mode))
+      snprintf(scratch, sizeof scratch, "%s", scratch_places[i]);
+  }
+  if (!scratch[0])
+    return setup_failed(report_fd, ENOENT, "mounts: no place for a scratch tmpfs under `%s`",
+                        "/dev");
+  snprintf(denied_file, sizeof denied_file, "%s/denied", scratch);
+  snprintf(masks, sizeof masks, "%s/masks", scratch);
+  snprintf(newroot, sizeof newroot, "%s", pr->restricted_read ? scratch : "");
+  if (newroot[0])
+    snprintf(newroot + strlen(newroot), sizeof newroot - strlen(newroot), "/root");
   /* 2. */
+  for (size_t i = 0; i < ARRAY_SIZE(dev_nodes); i++) {
+    char node[64];
+    snprintf(node, sizeof node, "/dev/%s", dev_nodes[i]);
+    if ((dev_fd[i] = clone_fd(node)) < 0)
+      return setup_failed(report_fd, errno, "dev: clone `%s`", node);
+  }
   nread = 0;
-  if (!pr->restricted_read) {
-    root_fd = clone_fd("/");
-    if (root_fd < 0)
-      return setup_failed(report_fd, errno, "mounts: clone `%s`", "/");
-  } else {
+  if (pr->restricted_read) {
     struct path_list all = pr->platform_roots;
     if (clone_list(&all, read_src, &nread, report_fd, "mounts: clone platform root `%s`") < 0)
       return -1;
@@ -614,23 +652,20 @@ int mounts_apply(const struct linux_plan *lp, bool detach, int report_fd) {
   const uint64_t ro = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
   char path[PATH_MAX];
 
+  /* 4 (in place) before 3: the scratch tmpfs must stay writable. */
+  if (!newroot[0] && set_attr("/", ro, 0, true) < 0)
+    return setup_failed(report_fd, errno, "mounts: read-only root `%s`", "/");
   /* 3. */
-  if (mount("tmpfs", SCRATCH, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0700") < 0)
-    return setup_failed(report_fd, errno, "mounts: scratch tmpfs on `%s`", SCRATCH);
-  int dfd = open(DENIED_FILE, O_CREAT | O_WRONLY | O_CLOEXEC, 0000);
-  if (dfd < 0 || mkdir(NEWROOT, 0755) < 0)
-    return setup_failed(report_fd, errno, "mounts: scratch files in `%s`", SCRATCH);
+  if (mount("tmpfs", scratch, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0700") < 0)
+    return setup_failed(report_fd, errno, "mounts: scratch tmpfs on `%s`", scratch);
+  int dfd = open(denied_file, O_CREAT | O_WRONLY | O_CLOEXEC, 0000);
+  if (dfd < 0 || (newroot[0] && mkdir(newroot, 0755) < 0))
+    return setup_failed(report_fd, errno, "mounts: scratch files in `%s`", scratch);
   close(dfd);
 
-  /* 4. */
-  if (root_fd >= 0) {
-    int fd = root_fd;
-    root_fd = -1;
-    /* By path once attached: on the whole detached tree it costs more. */
-    if (attach(fd, NEWROOT) < 0 || set_attr(NEWROOT, ro, 0, true) < 0)
-      return setup_failed(report_fd, errno, "mounts: read-only root `%s`", "/");
-  } else {
-    if (mount("tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") < 0)
+  /* 4 (restricted). */
+  if (newroot[0]) {
+    if (mount("tmpfs", newroot, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") < 0)
       return setup_failed(report_fd, errno, "mounts: restricted root `%s`", "/");
     if (attach_sources(read_src, nread, ro, 0, true, report_fd, "mounts: read root `%s`") < 0)
       return -1;
@@ -674,8 +709,12 @@ int mounts_apply(const struct linux_plan *lp, bool detach, int report_fd) {
   if (make_dev(report_fd) < 0)
     return -1;
   /* 10. */
-  if (chdir(NEWROOT) < 0 || syscall(SYS_pivot_root, ".", ".") < 0 ||
-      (detach && umount2(".", MNT_DETACH) < 0) || chdir("/") < 0)
-    return setup_failed(report_fd, errno, "mounts: pivot_root into `%s`", NEWROOT);
+  if (newroot[0] && (chdir(newroot) < 0 || syscall(SYS_pivot_root, ".", ".") < 0 ||
+                     (detach && umount2(".", MNT_DETACH) < 0)))
+    return setup_failed(report_fd, errno, "mounts: pivot_root into `%s`", newroot);
+  if (chdir("/") < 0)
+    return setup_failed(report_fd, errno, "mounts: chdir to `%s`", "/");
   return 0;
 }
+
+bool mounts_pivot(const struct linux_plan *lp) { return lp->profile.restricted_read; }

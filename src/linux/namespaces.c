@@ -108,9 +108,10 @@ static ssize_t read_byte(int fd, char *c) {
 }
 
 /* After the namespace, the child takes one more step off init's path when
- * asked ('d'): detaching the old root that init's pivot_root left on top
- * of the new one.  An unmount waits for an RCU grace period; init drops
- * its privileges meanwhile, and waits for this before the command runs. */
+ * asked ('d'; only a restricted root is pivoted into): detaching the old
+ * root that init's pivot_root left on top of the new one.  An unmount
+ * waits for an RCU grace period; init drops its privileges meanwhile, and
+ * waits for this before the command runs. */
 static _Noreturn void net_child(int ready, int hold) {
   /* Nothing of init's but the two pipes: not the command's output pipes
    * (their EOF must not wait for this child), not the report pipe. */
@@ -187,7 +188,7 @@ static int next_answer(struct net_result *res) {
   return n == sizeof *res ? 0 : n < 0 ? errno : EPIPE;
 }
 
-int ns_net_join_apply(int report_fd) {
+int ns_net_join_apply(bool hand_over, int report_fd) {
   struct net_result res;
   int e = next_answer(&res), r = 0;
   if (e)
@@ -197,9 +198,13 @@ int ns_net_join_apply(int report_fd) {
                      res.step == 'n' ? "network: new namespace%s" : "network: bring up `lo`%s", "");
   else if (setns(net.pidfd, ALONGSIDE) < 0)
     r = setup_failed(report_fd, errno, "network: join the private namespace%s", "");
-  else if (write(net.hold, "d", 1) != 1)
+  else if (hand_over && write(net.hold, "d", 1) != 1)
     r = setup_failed(report_fd, errno, "mounts: hand over `%s`", "the old root");
   close(net.pidfd);
+  if (!hand_over) {
+    close(net.ready);
+    close(net.hold); /* the child exits; init reaps it with the rest */
+  }
   return r;
 }
 
