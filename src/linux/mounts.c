@@ -13,7 +13,7 @@
  * Order (each step depends on the one before):
  *   1. make every mount private, so nothing propagates back to the host;
  *   2. clone (open_tree) every source while the host tree is still in view:
- *      the host's device nodes, (restricted) the platform and read roots,
+ *      (restricted) the platform and read roots,
  *      each write root, each allow-read path (1 and 2 create no file:
  *      mounts_clone_apply);
  *   3. a scratch tmpfs over a host mount below /dev (which 9 covers) for
@@ -549,48 +549,49 @@ static int build_views(const struct profile *pr, int report_fd) {
   return 0;
 }
 
-/* The host's device nodes the sandbox gets, cloned while /dev is still the
- * host's (mounts_clone_apply). */
-static const char *const dev_nodes[] = {"null", "zero", "full", "random", "urandom", "tty"};
-static int dev_fd[ARRAY_SIZE(dev_nodes)];
-
+/* The sandbox's /dev is built in the scratch tmpfs, where the host's /dev
+ * is still in view (bound by path: cheaper than a clone each), and moved
+ * into place whole. */
 static int make_dev(int report_fd) {
-  char path[PATH_MAX];
-  in_root(path, "/dev");
-  if (make_mount_point(path, true, newroot[0]) < 0 ||
-      mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k") < 0)
+  static const char *const nodes[] = {"null", "zero", "full", "random", "urandom", "tty"};
+  char dev[64], path[PATH_MAX];
+  snprintf(dev, sizeof dev, "%s/dev", scratch);
+  if (mkdir(dev, 0755) < 0 ||
+      mount("tmpfs", dev, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k") < 0)
     return setup_failed(report_fd, errno, "dev: tmpfs on `%s`", "/dev");
-  for (size_t i = 0; i < ARRAY_SIZE(dev_nodes); i++) {
-    char node[64];
-    snprintf(node, sizeof node, "/dev/%s", dev_nodes[i]);
-    in_root(path, node);
-    int fd = dev_fd[i];
-    dev_fd[i] = -1;
-    if (mknod(path, S_IFREG | 0644, 0) < 0 || attach(fd, path) < 0)
-      return setup_failed(report_fd, errno, "dev: bind `%s`", node);
+  for (size_t i = 0; i < ARRAY_SIZE(nodes); i++) {
+    char host[64];
+    snprintf(host, sizeof host, "/dev/%s", nodes[i]);
+    snprintf(path, sizeof path, "%s/%s", dev, nodes[i]);
+    /* In place, the host's /dev is already nodev (step 4). */
+    if (mknod(path, S_IFREG | 0644, 0) < 0 || mount(host, path, NULL, MS_BIND, NULL) < 0 ||
+        set_attr(path, 0, MOUNT_ATTR_NODEV, false) < 0)
+      return setup_failed(report_fd, errno, "dev: bind `%s`", host);
   }
-  in_root(path, "/dev/pts");
+  snprintf(path, sizeof path, "%s/pts", dev);
   if (mkdir(path, 0755) < 0 ||
       mount("devpts", path, "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=620") <
           0)
     return setup_failed(report_fd, errno, "dev: devpts on `%s`", "/dev/pts");
-  in_root(path, "/dev/shm");
+  snprintf(path, sizeof path, "%s/shm", dev);
   if (mkdir(path, 01777) < 0 ||
       mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") < 0)
     return setup_failed(report_fd, errno, "dev: tmpfs on `%s`", "/dev/shm");
-  static const char *const links[][2] = {{"pts/ptmx", "/dev/ptmx"},
-                                         {"/proc/self/fd", "/dev/fd"},
-                                         {"/proc/self/fd/0", "/dev/stdin"},
-                                         {"/proc/self/fd/1", "/dev/stdout"},
-                                         {"/proc/self/fd/2", "/dev/stderr"}};
+  static const char *const links[][2] = {{"pts/ptmx", "ptmx"},
+                                         {"/proc/self/fd", "fd"},
+                                         {"/proc/self/fd/0", "stdin"},
+                                         {"/proc/self/fd/1", "stdout"},
+                                         {"/proc/self/fd/2", "stderr"}};
   for (size_t i = 0; i < ARRAY_SIZE(links); i++) {
-    in_root(path, links[i][1]);
+    snprintf(path, sizeof path, "%s/%s", dev, links[i][1]);
     if (symlink(links[i][0], path) < 0)
-      return setup_failed(report_fd, errno, "dev: symlink `%s`", links[i][1]);
+      return setup_failed(report_fd, errno, "dev: symlink `/dev/%s`", links[i][1]);
   }
-  in_root(path, "/dev");
-  if (set_attr(path, MOUNT_ATTR_RDONLY, 0, false) < 0)
+  if (set_attr(dev, MOUNT_ATTR_RDONLY, 0, false) < 0)
     return setup_failed(report_fd, errno, "dev: read-only `%s`", "/dev");
+  in_root(path, "/dev");
+  if (make_mount_point(path, true, newroot[0]) < 0 || mount(dev, path, NULL, MS_MOVE, NULL) < 0)
+    return setup_failed(report_fd, errno, "dev: move into `%s`", "/dev");
   return 0;
 }
 
@@ -617,12 +618,6 @@ int mounts_clone_apply(const struct linux_plan *lp, int report_fd) {
   if (newroot[0])
     snprintf(newroot + strlen(newroot), sizeof newroot - strlen(newroot), "/root");
   /* 2. */
-  for (size_t i = 0; i < ARRAY_SIZE(dev_nodes); i++) {
-    char node[64];
-    snprintf(node, sizeof node, "/dev/%s", dev_nodes[i]);
-    if ((dev_fd[i] = clone_fd(node)) < 0)
-      return setup_failed(report_fd, errno, "dev: clone `%s`", node);
-  }
   nread = 0;
   if (pr->restricted_read) {
     struct path_list all = pr->platform_roots;
