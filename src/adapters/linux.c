@@ -86,8 +86,9 @@ static int linux_prepare(corral_adapter *ad, const corral_request *req, launch_p
   int r = linux_plan_prepare(la->policy, &la->seccomp, "linux", req, plan, err);
   if (r < 0)
     return r;
-  const struct linux_plan *lp = plan->adapter_data;
+  struct linux_plan *lp = plan->adapter_data;
   plan->clone_flags = ns_clone_flags(lp->profile.network_allow);
+  lp->own_dev = true;
   plan->init_setup = linux_init_setup;
   if (enforcement_set(enf, "linux", CORRAL_LEVEL_NATIVE, NULL) < 0)
     return error_set(err, -ENOMEM, ENOMEM, "out of memory");

@@ -9,7 +9,6 @@
 #include <fcntl.h>
 #include <linux/landlock.h>
 #include <sys/prctl.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 
 #include "../internal.h"
@@ -52,13 +51,15 @@ static uint64_t write_rights(int abi) {
 }
 
 static int allow(int ruleset, const char *path, uint64_t rights) {
-  int fd = open(path, O_PATH | O_CLOEXEC);
-  if (fd < 0)
-    return errno == ENOENT ? 0 : -1;
-  struct stat st;
-  if (fstat(fd, &st) == 0 && !S_ISDIR(st.st_mode))
+  /* Mostly directories: a file is told by ENOTDIR, without an fstat. */
+  int fd = open(path, O_PATH | O_CLOEXEC | O_DIRECTORY);
+  if (fd < 0 && errno == ENOTDIR) {
+    fd = open(path, O_PATH | O_CLOEXEC);
     rights &= LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_TRUNCATE |
               LANDLOCK_ACCESS_FS_READ_FILE;
+  }
+  if (fd < 0)
+    return errno == ENOENT ? 0 : -1;
   struct landlock_path_beneath_attr pb = {.allowed_access = rights, .parent_fd = fd};
   long r = syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &pb, 0);
   int e = errno;
@@ -100,10 +101,15 @@ int landlock_apply(const struct linux_plan *lp, int report_fd) {
     }
   /* Device nodes and terminals are written by ordinary programs; /proc
    * files too (uid_map for a nested corral, oom_score_adj).  What /proc
-   * lets a process without capabilities write is the kernel's to check. */
-  static const char *const dev[] = {"/dev/null", "/dev/zero", "/dev/full", "/dev/tty",
-                                    "/dev/pts", "/dev/shm", "/proc"};
-  for (size_t i = 0; i < ARRAY_SIZE(dev); i++)
+   * lets a process without capabilities write is the kernel's to check.
+   * The sandbox's own /dev (read-only, the nodes of mounts.c) is one rule;
+   * the host's (landlock-only adapter) only the harmless nodes. */
+  static const char *const host_dev[] = {"/dev/null", "/dev/zero", "/dev/full", "/dev/tty",
+                                         "/dev/pts",  "/dev/shm",  "/proc"};
+  static const char *const own_dev[] = {"/dev", "/dev/shm", "/proc"};
+  const char *const *dev = lp->own_dev ? own_dev : host_dev;
+  size_t ndev = lp->own_dev ? ARRAY_SIZE(own_dev) : ARRAY_SIZE(host_dev);
+  for (size_t i = 0; i < ndev; i++)
     if (allow(rs, dev[i], strcmp(dev[i], "/dev/shm") == 0 ? rights
                                                             : LANDLOCK_ACCESS_FS_WRITE_FILE |
                                                                   (reads ? READ_RIGHTS : 0)) < 0) {

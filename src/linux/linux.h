@@ -44,6 +44,7 @@ struct linux_plan {
   struct path_list watch;      /* protected paths that are missing */
   struct runtime_lease runtime;
   struct path_list read_allow; /* landlock-only: where reading is allowed */
+  bool own_dev;                /* /dev is the sandbox's own (mounts.c) */
 };
 
 /* namespaces.c */
