@@ -34,22 +34,32 @@ int mkdir_p(const char *path, mode_t mode) {
 /* Removes `name` in `dirfd` and all below it without ever following a
  * symlink: each directory is opened from its parent with O_NOFOLLOW, so
  * one swapped for a symlink meanwhile (a sandboxed command may still be
- * writing there) is not entered. */
+ * writing there) is not entered.  Reads entries with getdents64 into a
+ * small buffer on the stack: nothing allocated, so init may use it. */
 static void remove_at(int parent, const char *name, int depth) {
-  if (unlinkat(parent, name, 0) == 0 || errno == ENOENT || depth > 256)
+  if (unlinkat(parent, name, 0) == 0 || errno == ENOENT || depth > 64)
     return;
   int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-  if (!d) {
-    if (fd >= 0)
-      close(fd);
+  if (fd < 0)
     return;
+  char buf[1024] __attribute__((aligned(8)));
+  long got;
+  /* Entries are removed while listing: start over until a pass finds
+   * nothing left to remove (or only what cannot be). */
+  for (bool removed = true; removed;) {
+    removed = false;
+    lseek(fd, 0, SEEK_SET);
+    while ((got = syscall(SYS_getdents64, fd, buf, sizeof buf)) > 0)
+      for (long off = 0; off < got;) {
+        struct dirent64 *d = (struct dirent64 *)(buf + off);
+        off += d->d_reclen;
+        if (strcmp(d->d_name, ".") != 0 && strcmp(d->d_name, "..") != 0) {
+          remove_at(fd, d->d_name, depth + 1);
+          removed |= faccessat(fd, d->d_name, F_OK, AT_SYMLINK_NOFOLLOW) != 0;
+        }
+      }
   }
-  struct dirent *de;
-  while ((de = readdir(d)))
-    if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
-      remove_at(dirfd(d), de->d_name, depth + 1);
-  closedir(d);
+  close(fd);
   unlinkat(parent, name, AT_REMOVEDIR);
 }
 

@@ -63,6 +63,10 @@ int linux_plan_prepare(const corral_policy *policy, const struct sock_fprog *sec
   if ((r = runtime_acquire(req->workspace_roots[0],
                            &lp->profile.write_roots, &lp->runtime, err)) < 0)
     return r;
+  if (!runtime_mask_cache(lp->mask_cache, sizeof lp->mask_cache, &lp->profile.write_roots)) {
+    memcpy(lp->mask_cache_exposed, lp->mask_cache, sizeof lp->mask_cache);
+    lp->mask_cache[0] = '\0';
+  }
   if (path_list_add(&lp->profile.write_roots, lp->runtime.root) < 0 ||
       environment_prepare(&plan->envp, &plan->envc, &lp->profile, backend, lp->runtime.root) < 0)
     return error_set(err, -ENOMEM, ENOMEM, "out of memory");
@@ -109,6 +113,8 @@ void linux_cleanup(corral_adapter *ad, launch_plan *plan) {
   if (!lp)
     return;
   path_list_free(&lp->watch);
+  if (lp->mask_cache_exposed[0])
+    remove_tree(lp->mask_cache_exposed, true);
   runtime_release(&lp->runtime);
   profile_free(&lp->profile);
   path_list_free(&lp->read_allow);

@@ -26,6 +26,11 @@ int runtime_acquire(const char *workspace, const struct path_list *roots,
                     struct runtime_lease *rl, corral_error *err);
 void runtime_release(struct runtime_lease *rl);
 void runtime_cleanup(const char *base, time_t max_age, size_t keep);
+/* Where init keeps the views' masks (mounts.c), made if need be, in `out`
+ * ("" when there is none that is the user's alone).  false when it lies in
+ * a write root: a command there could change what later runs see, so it
+ * is not used and is emptied after the run. */
+bool runtime_mask_cache(char *out, size_t size, const struct path_list *write_roots);
 
 /* monitor.c: protected metadata in the write roots. */
 /* Adds read-only carve-outs for what exists (to pr->deny_write) and lists
@@ -44,6 +49,8 @@ struct linux_plan {
   struct path_list watch;      /* protected paths that are missing */
   struct runtime_lease runtime;
   struct path_list read_allow; /* landlock-only: where reading is allowed */
+  char mask_cache[4096];       /* views' masks made once (mounts.c), or "" */
+  char mask_cache_exposed[4096]; /* emptied after the run (runtime_mask_cache) */
   bool own_dev;                /* /dev is the sandbox's own (mounts.c) */
 };
 

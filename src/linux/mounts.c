@@ -266,6 +266,12 @@ static void probe_denied(const struct profile *pr) {
   }
 }
 
+/* The parents that get views (plan_views), and for each the mask found in
+ * the cache, if any (cached_mask). */
+static char parents[64][PATH_MAX], view_mask[64][PATH_MAX];
+static size_t np;
+static bool planned;
+
 static void parent_of(const char *path, const struct denied *d, char *out) {
   snprintf(out, PATH_MAX, "%.*s", d->parent_len ? (int)d->parent_len : 1, path);
 }
@@ -402,8 +408,8 @@ static int build_view(const char *parent, const struct profile *pr, int report_f
  * `missing` (a path below `view`); the directories between are made with
  * the modes of the real ones, which they merge with.  The first whiteout
  * is made, the others are links to it (cheaper, and overlayfs's own way). */
-static int add_whiteout(const char *mask, const char *view, const char *missing) {
-  static char first[PATH_MAX];
+static int add_whiteout(const char *mask, const char *view, const char *missing,
+                        char first[PATH_MAX]) {
   char path[PATH_MAX], real[PATH_MAX];
   size_t vlen = strlen(view);
   snprintf(path, sizeof path, "%s%s", mask, missing + vlen);
@@ -420,8 +426,89 @@ static int add_whiteout(const char *mask, const char *view, const char *missing)
     return 0;
   if (mknod(path, S_IFCHR | 0000, 0) < 0)
     return errno == EEXIST ? 0 : -1;
-  snprintf(first, sizeof first, "%s", path);
+  snprintf(first, PATH_MAX, "%s", path);
   return 0;
+}
+
+/* Which denied paths get a whiteout in the mask of `view`: the missing
+ * ones whose nearest existing parent lies in it (one that exists is masked
+ * by deny_read()); `*missing` is set to the part to white out. */
+static bool whited_out(const char *view, size_t i, const struct profile *pr, char *missing) {
+  char parent[PATH_MAX];
+  const char *path = pr->deny_read.v[i];
+  parent_of(path, &denied[i], parent);
+  if (denied[i].exists || !denied[i].parent_len || !path_is_under(parent, view))
+    return false;
+  snprintf(missing, PATH_MAX, "%.*s", (int)denied[i].missing_len, path);
+  return true;
+}
+
+/* Fills `mask` (a new directory) for `view`; -1 when a whiteout cannot be
+ * made (kernels before 5.8 let no one make them here). */
+static int fill_mask(const char *mask, const char *view, const struct profile *pr) {
+  char first[PATH_MAX] = "", missing[PATH_MAX];
+  for (size_t i = 0; i < pr->deny_read.n; i++)
+    if (whited_out(view, i, pr, missing) && add_whiteout(mask, view, missing, first) < 0)
+      return -1;
+  return 0;
+}
+
+/* A mask holds nothing but what mask_key() names: the view's mode, and
+ * for each whiteout its path and the modes of the directories above it
+ * (the real ones', which they merge with).  FNV-1a over that text. */
+static uint64_t mask_key(const char *view, const struct profile *pr) {
+  uint64_t h = 14695981039346656037ULL;
+  char line[PATH_MAX + 32], missing[PATH_MAX];
+  struct stat st;
+  snprintf(line, sizeof line, "%s %o\n", view, lstat(view, &st) == 0 ? st.st_mode : 0);
+  for (size_t i = 0;; i++) {
+    for (const char *c = line; *c; c++)
+      h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+    if (i == pr->deny_read.n)
+      return h;
+    line[0] = '\0';
+    if (!whited_out(view, i, pr, missing))
+      continue;
+    snprintf(line, sizeof line, "%s", missing);
+    for (char *p = missing + strlen(view) + 1; (p = strchr(p, '/')); p++) {
+      *p = '\0';
+      size_t n = strlen(line);
+      snprintf(line + n, sizeof line - n, " %o", lstat(missing, &st) == 0 ? st.st_mode : 0);
+      *p = '/';
+    }
+    strncat(line, "\n", sizeof line - strlen(line) - 1);
+  }
+}
+
+/* In place, the masks live in the user's cache (`cache`, outside every
+ * write root), made once and found again by their key: a run then makes
+ * no whiteout.  Made while the host is still writable here, under a
+ * temporary name renamed into place (another run may be making the same).
+ * "" in `out` when there is none to use: the view's mask is made in the
+ * scratch tmpfs instead. */
+static void cached_mask(const char *view, const struct profile *pr, const char *cache,
+                        char out[PATH_MAX]) {
+  struct stat st;
+  out[0] = '\0';
+  if (!cache[0] || path_is_under(cache, view) || path_is_under(view, cache))
+    return; /* overlayfs refuses a layer inside another */
+  char path[PATH_MAX], tmp[PATH_MAX];
+  snprintf(path, sizeof path, "%s/%016llx", cache, (unsigned long long)mask_key(view, pr));
+  if (lstat(path, &st) == 0) {
+    if (S_ISDIR(st.st_mode))
+      snprintf(out, PATH_MAX, "%s", path);
+    return;
+  }
+  snprintf(tmp, sizeof tmp, "%s/.new-XXXXXX", cache); /* mkdtemp's template */
+  if (!mkdtemp(tmp) || lstat(view, &st) < 0 || chmod(tmp, st.st_mode & 07777) < 0 ||
+      fill_mask(tmp, view, pr) < 0 || (rename(tmp, path) < 0 && errno != EEXIST &&
+                                       errno != ENOTEMPTY)) {
+    remove_tree(tmp, true);
+    return;
+  }
+  remove_tree(tmp, true); /* when another run's was there first */
+  if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
+    snprintf(out, PATH_MAX, "%s", path);
 }
 
 /* Roots already attached under the view directory (only with restricted
@@ -471,24 +558,20 @@ static size_t clone_covered(const char *view, const struct profile *pr, struct s
  * existing parent lies in it.  0 done, 1 overlayfs unavailable (nothing
  * changed), -1 failed (reported). */
 static int overlay_view(const char *view, size_t idx, const struct profile *pr, int report_fd) {
-  char target[PATH_MAX], mask[64], data[PATH_MAX + 128];
+  char target[PATH_MAX], mask[PATH_MAX], data[2 * PATH_MAX + 32];
   in_root(target, view);
   /* Overlayfs splits its options at these; such a directory gets binds. */
-  if (strpbrk(target, ",:\\"))
+  if (strpbrk(target, ",:\\") || strpbrk(view_mask[idx], ",:\\"))
     return 1;
   struct stat st;
-  snprintf(mask, sizeof mask, "%s/%zu", masks, idx);
-  if (lstat(target, &st) < 0 || mkdir_p(mask, st.st_mode & 07777) < 0)
-    return setup_failed(report_fd, errno, "mounts: view of `%s`", view);
-  for (size_t i = 0; i < pr->deny_read.n; i++) {
-    char parent[PATH_MAX], missing[PATH_MAX];
-    const char *path = pr->deny_read.v[i];
-    parent_of(path, &denied[i], parent);
-    if (denied[i].exists || !denied[i].parent_len || !path_is_under(parent, view))
-      continue; /* one that exists is masked by deny_read() */
-    snprintf(missing, sizeof missing, "%.*s", (int)denied[i].missing_len, path);
-    if (add_whiteout(mask, view, missing) < 0)
-      return 1; /* kernels before 5.8 let no one make whiteouts here */
+  if (view_mask[idx][0]) {
+    snprintf(mask, sizeof mask, "%s", view_mask[idx]);
+  } else {
+    snprintf(mask, sizeof mask, "%s/%zu", masks, idx);
+    if (lstat(target, &st) < 0 || mkdir_p(mask, st.st_mode & 07777) < 0)
+      return setup_failed(report_fd, errno, "mounts: view of `%s`", view);
+    if (fill_mask(mask, view, pr) < 0)
+      return 1;
   }
   static struct source covered[MAX_SOURCES];
   size_t n = clone_covered(view, pr, covered, report_fd);
@@ -509,9 +592,16 @@ static int overlay_view(const char *view, size_t idx, const struct profile *pr, 
   return 0;
 }
 
-static int build_views(const struct profile *pr, int report_fd) {
-  static char parents[64][PATH_MAX];
-  size_t np = 0;
+static bool outermost(size_t i) {
+  for (size_t k = 0; k < np; k++)
+    if (k != i && path_is_under(parents[i], parents[k]))
+      return false;
+  return true;
+}
+
+static int plan_views(const struct profile *pr, int report_fd) {
+  np = 0;
+  planned = true;
   if (pr->deny_read.n > MAX_DENIED)
     return setup_failed(report_fd, E2BIG, "mounts: more than 1024 deny-read paths%s", "");
   probe_denied(pr);
@@ -525,15 +615,20 @@ static int build_views(const struct profile *pr, int report_fd) {
     bool seen = false;
     for (size_t k = 0; k < np && !seen; k++)
       seen = strcmp(parents[k], parent) == 0;
-    if (!seen && np < ARRAY_SIZE(parents))
+    if (!seen && np < ARRAY_SIZE(parents)) {
+      view_mask[np][0] = '\0';
       snprintf(parents[np++], PATH_MAX, "%s", parent);
+    }
   }
+  return 0;
+}
+
+static int build_views(const struct profile *pr, int report_fd) {
+  if (!planned && plan_views(pr, report_fd) < 0)
+    return -1;
   /* One overlay for each outermost parent covers the ones inside it. */
   for (size_t i = 0; i < np; i++) {
-    bool inner = false;
-    for (size_t k = 0; k < np && !inner; k++)
-      inner = k != i && path_is_under(parents[i], parents[k]);
-    if (inner)
+    if (!outermost(i))
       continue;
     int r = overlay_view(parents[i], i, pr, report_fd);
     if (r < 0)
@@ -647,6 +742,16 @@ int mounts_apply(const struct linux_plan *lp, bool detach, int report_fd) {
   const uint64_t ro = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
   char path[PATH_MAX];
 
+  /* In place, the views' masks come from the cache, while the host is
+   * still writable here (cached_mask). */
+  planned = false;
+  if (!newroot[0]) {
+    if (plan_views(pr, report_fd) < 0)
+      return -1;
+    for (size_t i = 0; i < np; i++)
+      if (outermost(i))
+        cached_mask(parents[i], pr, lp->mask_cache, view_mask[i]);
+  }
   /* 4 (in place) before 3: the scratch tmpfs must stay writable. */
   if (!newroot[0] && set_attr("/", ro, 0, true) < 0)
     return setup_failed(report_fd, errno, "mounts: read-only root `%s`", "/");

@@ -56,6 +56,31 @@ static void runtime_base(char *out, size_t size) {
     out[0] = '\0';
 }
 
+bool runtime_mask_cache(char *out, size_t size, const struct path_list *write_roots) {
+  /* Not under HOME, where the views are: overlayfs refuses a layer inside
+   * another.  The user's runtime directory, else a directory of the
+   * user's own in /var/tmp — only the user's and only theirs (a directory
+   * someone else made there first is not used). */
+  const char *run = getenv("XDG_RUNTIME_DIR");
+  if (run && run[0] == '/')
+    snprintf(out, size, "%s/corral-masks", run);
+  else
+    snprintf(out, size, "/var/tmp/corral-masks-%u", (unsigned)geteuid());
+  struct stat st;
+  if ((mkdir(out, 0700) < 0 && errno != EEXIST) || lstat(out, &st) < 0 || !S_ISDIR(st.st_mode) ||
+      st.st_uid != geteuid() || (st.st_mode & 077)) {
+    out[0] = '\0';
+    return true;
+  }
+  char *real = path_resolve(out, NULL);
+  snprintf(out, size, "%s", real ? real : "");
+  free(real);
+  for (size_t i = 0; i < write_roots->n; i++)
+    if (out[0] && path_is_under(out, write_roots->v[i]))
+      return false;
+  return true;
+}
+
 struct entry {
   char name[32];
   time_t mtime;

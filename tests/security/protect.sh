@@ -175,6 +175,31 @@ expect_not_contains "$out" SECRET
 t "--allow-read re-includes a store on purpose"
 expect_eq SECRET-late "$(cr --allow-read "$HOME/.aws" -- cat "$HOME/.aws/credentials")"
 
+masks=${XDG_RUNTIME_DIR:-/var/tmp}/corral-masks
+[ -n "${XDG_RUNTIME_DIR:-}" ] || masks=$masks-$(id -u)
+t "the views' masks are made once, kept outside HOME, and found again"
+cr -- true
+n1=$(ls "$masks" | wc -l)
+out=$(cr -- cat /proc/self/mountinfo)
+n2=$(ls "$masks" | wc -l)
+[ "$n1" -ge 1 ] && [ "$n1" = "$n2" ] && pass || fail "masks before/after: $n1/$n2"
+t "a mask from the cache keeps hiding a store created while the command runs"
+expect_contains "$out" "lowerdir=$masks/"
+rm -rf "$HOME/.aws"
+cr -- true
+( sleep 0.3; mkdir -p "$HOME/.aws"; echo SECRET-cached > "$HOME/.aws/credentials" ) &
+out=$(cr -- sh -c "sleep 0.8; cat $HOME/.aws/credentials" 2>&1); wait
+expect_not_contains "$out" SECRET
+
+t "a run that can write the masks neither uses them nor leaves them for the next"
+rm -rf "$HOME/.aws"
+cr -- true
+entry=$(ls -d "$masks"/*/ | head -1)
+cr --allow-write "$masks" -- sh -c "echo planted > ${entry}planted.txt; rm -f ${entry}.aws"
+expect_absent "$masks"
+out=$(cr -- sh -c "cat $HOME/planted.txt 2>/dev/null; ls -a $HOME" 2>&1)
+expect_not_contains "$out" planted
+
 t "daemons' and terminals' sockets (ssh-agent, docker, the session bus, tmux) cannot be reached; other sockets can"
 # Not under HOME: a socket seen through its overlay view cannot be connected to.
 sockdir=$(mktemp -d /var/tmp/corral-sock-XXXXXX)
