@@ -58,15 +58,16 @@ static void runtime_base(char *out, size_t size) {
 
 bool runtime_mask_cache(char *out, size_t size, const struct path_list *write_roots) {
   /* Not under HOME, where the views are: overlayfs refuses a layer inside
-   * another.  The user's runtime directory, else a directory of the
-   * user's own in /var/tmp — only the user's and only theirs (a directory
-   * someone else made there first is not used). */
+   * another.  The user's runtime directory (if it is this user's: sudo
+   * keeps the caller's), else a directory of the user's own in /var/tmp —
+   * only the user's and only theirs (a directory someone else made there
+   * first is not used). */
   const char *run = getenv("XDG_RUNTIME_DIR");
-  if (run && run[0] == '/')
+  struct stat st;
+  if (run && run[0] == '/' && stat(run, &st) == 0 && st.st_uid == geteuid())
     snprintf(out, size, "%s/corral-masks", run);
   else
     snprintf(out, size, "/var/tmp/corral-masks-%u", (unsigned)geteuid());
-  struct stat st;
   if ((mkdir(out, 0700) < 0 && errno != EEXIST) || lstat(out, &st) < 0 || !S_ISDIR(st.st_mode) ||
       st.st_uid != geteuid() || (st.st_mode & 077)) {
     out[0] = '\0';
