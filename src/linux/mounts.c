@@ -13,9 +13,8 @@
  * Order (each step depends on the one before):
  *   1. make every mount private, so nothing propagates back to the host;
  *   2. clone (open_tree) every source while the host tree is still in view:
- *      (restricted) the platform and read roots,
- *      each write root, each allow-read path (1 and 2 create no file:
- *      mounts_clone_apply);
+ *      (restricted) the platform and read roots, each write root, each
+ *      allow-read path (1 and 2 create no file: mounts_clone_apply);
  *   3. a scratch tmpfs over a host mount below /dev (which 9 covers) for
  *      the setup's own files, and (restricted) the new root in it — every
  *      directory or file created as a mount point lives in a tmpfs of ours,
@@ -26,9 +25,10 @@
  *      secret created or renamed into place on the host while the command
  *      runs never appears.  The view is an overlay whose upper layer holds
  *      a whiteout for each missing denied name: one mount, whatever the
- *      directory holds.  Where overlayfs cannot be had, it is a tmpfs
- *      holding binds of the directory's other entries as they are at
- *      start;
+ *      directory holds (built in place, the layer is made once and kept in
+ *      the user's cache: cached_mask).  Where overlayfs cannot be had, it
+ *      is a tmpfs holding binds of the directory's other entries as they
+ *      are at start;
  *   6. the write roots, writable, on top (of a view too).  With restricted
  *      reads they come before 5 instead: their mount points are made in
  *      the new root, which a view would make read-only;
@@ -44,7 +44,9 @@
  *      (or leave the detaching to the network-namespace child, which does
  *      it while init goes on: namespaces.c).
  *
- * Runs inside init: no allocation; fixed tables of descriptors.
+ * Runs inside init: no allocation; fixed tables of descriptors.  In place,
+ * the only files it makes on the host are the cached masks, in a directory
+ * of the user's own outside every write root (runtime_mask_cache).
  */
 #include <fcntl.h>
 #include <linux/openat2.h>
