@@ -89,10 +89,8 @@ static int linux_prepare(corral_adapter *ad, const corral_request *req, launch_p
   struct linux_plan *lp = plan->adapter_data;
   plan->clone_flags = ns_clone_flags(lp->profile.network_allow);
   lp->own_dev = true;
-  if (!runtime_mask_cache(lp->mask_cache, sizeof lp->mask_cache, &lp->profile.write_roots)) {
-    memcpy(lp->mask_cache_exposed, lp->mask_cache, sizeof lp->mask_cache);
-    lp->mask_cache[0] = '\0';
-  }
+  lp->mask_cache_usable =
+      runtime_mask_cache(lp->mask_cache, sizeof lp->mask_cache, &lp->profile.write_roots);
   plan->init_setup = linux_init_setup;
   if (enforcement_set(enf, "linux", CORRAL_LEVEL_NATIVE, NULL) < 0)
     return error_set(err, -ENOMEM, ENOMEM, "out of memory");
@@ -113,8 +111,8 @@ void linux_cleanup(corral_adapter *ad, launch_plan *plan) {
   if (!lp)
     return;
   path_list_free(&lp->watch);
-  if (lp->mask_cache_exposed[0])
-    remove_tree(lp->mask_cache_exposed, true);
+  if (lp->mask_cache[0] && !lp->mask_cache_usable)
+    remove_tree(lp->mask_cache, true);
   runtime_release(&lp->runtime);
   profile_free(&lp->profile);
   path_list_free(&lp->read_allow);

@@ -50,7 +50,7 @@ struct linux_plan {
   struct runtime_lease runtime;
   struct path_list read_allow; /* landlock-only: where reading is allowed */
   char mask_cache[4096];       /* views' masks made once (mounts.c), or "" */
-  char mask_cache_exposed[4096]; /* emptied after the run (runtime_mask_cache) */
+  bool mask_cache_usable;      /* else emptied after the run (runtime_mask_cache) */
   bool own_dev;                /* /dev is the sandbox's own (mounts.c) */
 };
 

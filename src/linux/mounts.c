@@ -272,7 +272,6 @@ static void probe_denied(const struct profile *pr) {
  * the cache, if any (cached_mask). */
 static char parents[64][PATH_MAX], view_mask[64][PATH_MAX];
 static size_t np;
-static bool planned;
 
 static void parent_of(const char *path, const struct denied *d, char *out) {
   snprintf(out, PATH_MAX, "%.*s", d->parent_len ? (int)d->parent_len : 1, path);
@@ -501,15 +500,13 @@ static void cached_mask(const char *view, const struct profile *pr, const char *
       snprintf(out, PATH_MAX, "%s", path);
     return;
   }
-  snprintf(tmp, sizeof tmp, "%s/.new-XXXXXX", cache); /* mkdtemp's template */
-  if (!mkdtemp(tmp) || lstat(view, &st) < 0 || chmod(tmp, st.st_mode & 07777) < 0 ||
-      fill_mask(tmp, view, pr) < 0 || (rename(tmp, path) < 0 && errno != EEXIST &&
-                                       errno != ENOTEMPTY)) {
-    remove_tree(tmp, true);
-    return;
-  }
-  remove_tree(tmp, true); /* when another run's was there first */
-  if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
+  snprintf(tmp, sizeof tmp, "%s/.new-XXXXXX", cache); /* mkdtemp fills in the X */
+  bool made = mkdtemp(tmp) && lstat(view, &st) == 0 && chmod(tmp, st.st_mode & 07777) == 0 &&
+              fill_mask(tmp, view, pr) == 0;
+  if (made)
+    rename(tmp, path); /* fails when another run's got there first: that one is used */
+  remove_tree(tmp, true); /* what is left of a failure or a lost race */
+  if (made && lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
     snprintf(out, PATH_MAX, "%s", path);
 }
 
@@ -601,9 +598,11 @@ static bool outermost(size_t i) {
   return true;
 }
 
+/* Which parents get views: in place before the root is made read-only
+ * (their masks may have to be made in the cache), else once the
+ * restricted root holds what they are probed in. */
 static int plan_views(const struct profile *pr, int report_fd) {
   np = 0;
-  planned = true;
   if (pr->deny_read.n > MAX_DENIED)
     return setup_failed(report_fd, E2BIG, "mounts: more than 1024 deny-read paths%s", "");
   probe_denied(pr);
@@ -626,8 +625,6 @@ static int plan_views(const struct profile *pr, int report_fd) {
 }
 
 static int build_views(const struct profile *pr, int report_fd) {
-  if (!planned && plan_views(pr, report_fd) < 0)
-    return -1;
   /* One overlay for each outermost parent covers the ones inside it. */
   for (size_t i = 0; i < np; i++) {
     if (!outermost(i))
@@ -746,13 +743,12 @@ int mounts_apply(const struct linux_plan *lp, bool detach, int report_fd) {
 
   /* In place, the views' masks come from the cache, while the host is
    * still writable here (cached_mask). */
-  planned = false;
   if (!newroot[0]) {
     if (plan_views(pr, report_fd) < 0)
       return -1;
     for (size_t i = 0; i < np; i++)
       if (outermost(i))
-        cached_mask(parents[i], pr, lp->mask_cache, view_mask[i]);
+        cached_mask(parents[i], pr, lp->mask_cache_usable ? lp->mask_cache : "", view_mask[i]);
   }
   /* 4 (in place) before 3: the scratch tmpfs must stay writable. */
   if (!newroot[0] && set_attr("/", ro, 0, true) < 0)
@@ -779,7 +775,8 @@ int mounts_apply(const struct linux_plan *lp, bool detach, int report_fd) {
     }
   }
   /* 5. and 6. (the other way round with restricted reads) */
-  if ((pr->restricted_read && attach_write_roots(pr, report_fd) < 0) ||
+  if ((pr->restricted_read &&
+       (attach_write_roots(pr, report_fd) < 0 || plan_views(pr, report_fd) < 0)) ||
       build_views(pr, report_fd) < 0 ||
       (!pr->restricted_read && attach_write_roots(pr, report_fd) < 0))
     return -1;
