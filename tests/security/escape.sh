@@ -162,5 +162,19 @@ $(cr -- sh -c 'ls -a / | wc -l')
 1" "$out"
 expect_absent "/$(basename "$outside")-dotdot"
 
+# Built in place, the host's /proc and /dev (and corral's scratch files
+# below /dev) are still in the mount table, covered by the sandbox's own:
+# unmounting those, directly or from a nested user namespace, must fail.
+case_ "uncover the host's /proc and /dev"
+sleep 30 & hostpids+=($!); hp=$!
+uncover='for m in /dev/shm /dev/pts /dev /proc; do umount -l $m; umount $m; done 2>/dev/null'
+for how in "sh -c" "unshare -Urm sh -c"; do
+  out=$(cr -- $how "$uncover; test -e /proc/$hp && echo host-pid; ls /dev /dev/shm" 2>/dev/null)
+  expect_not_contains "$out" host-pid
+  expect_not_contains "$out" denied
+  expect_eq "" "$(grep -xE '(sd|vd|nvme|xvd|hd)[a-z0-9]*|loop[0-9]+' <<<"$out")"
+done
+kill "$hp" 2>/dev/null
+
 echo "escape cases: $cases"
 finish

@@ -200,6 +200,20 @@ expect_absent "$masks"
 out=$(cr -- sh -c "cat $HOME/planted.txt 2>/dev/null; ls -a $HOME" 2>&1)
 expect_not_contains "$out" planted
 
+if [ "$(id -u)" -eq 0 ]; then
+  t "a masks directory another user made first is not used, and nothing is written to it"
+  squat=/var/tmp/corral-masks-0
+  rm -rf "$squat"
+  setpriv --reuid=nobody --regid=nogroup --clear-groups mkdir -m 0777 "$squat"
+  rm -rf "$HOME/.aws"
+  ( sleep 0.3; mkdir -p "$HOME/.aws"; echo SECRET-squat > "$HOME/.aws/credentials" ) &
+  out=$(env -u XDG_RUNTIME_DIR "$CORRAL" run -- sh -c "grep -o 'lowerdir=[^:]*' /proc/self/mountinfo; sleep 0.8; cat $HOME/.aws/credentials" 2>&1); wait
+  expect_not_contains "$out" "$squat"
+  expect_not_contains "$out" SECRET
+  expect_eq "" "$(ls -A "$squat")"
+  rm -rf "$squat" "$HOME/.aws"
+fi
+
 t "daemons' and terminals' sockets (ssh-agent, docker, the session bus, tmux) cannot be reached; other sockets can"
 # Not under HOME: a socket seen through its overlay view cannot be connected to.
 sockdir=$(mktemp -d /var/tmp/corral-sock-XXXXXX)
