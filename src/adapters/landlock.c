@@ -34,7 +34,7 @@ struct landlock_adapter {
 
 static int landlock_init_setup(const launch_plan *plan, int report_fd) {
   const struct linux_plan *lp = plan->adapter_data;
-  if (landlock_apply(lp, report_fd) < 0)
+  if (landlock_apply(lp, false, report_fd) < 0)
     return -1;
   if (prctl_no_new_privs(report_fd) < 0 || seccomp_apply(&lp->seccomp, report_fd) < 0)
     return -1;

@@ -38,8 +38,8 @@ static int linux_init_setup(const launch_plan *plan, int report_fd) {
       ns_drop_bounding_apply(report_fd) < 0 || seccomp_apply(&lp->seccomp, report_fd) < 0 ||
       ns_write_id_maps_apply(lp->uid, lp->gid, report_fd) < 0 ||
       mounts_apply(lp, !helper, report_fd) < 0 ||
-      (helper && ns_net_join_apply(pivot, report_fd) < 0) || landlock_apply(lp, report_fd) < 0 ||
-      ns_drop_privileges_apply(report_fd) < 0 ||
+      (helper && ns_net_join_apply(pivot, report_fd) < 0) ||
+      landlock_apply(lp, true, report_fd) < 0 || ns_drop_privileges_apply(report_fd) < 0 ||
       (helper && pivot && ns_net_detached_apply(report_fd) < 0))
     return -1;
   return 0;
@@ -88,7 +88,6 @@ static int linux_prepare(corral_adapter *ad, const corral_request *req, launch_p
     return r;
   struct linux_plan *lp = plan->adapter_data;
   plan->clone_flags = ns_clone_flags(lp->profile.network_allow);
-  lp->own_dev = true;
   lp->mask_cache_usable =
       runtime_mask_cache(lp->mask_cache, sizeof lp->mask_cache, &lp->profile.write_roots);
   plan->init_setup = linux_init_setup;

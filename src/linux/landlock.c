@@ -70,7 +70,7 @@ static int allow(int ruleset, const char *path, uint64_t rights) {
 
 #define READ_RIGHTS (LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR)
 
-int landlock_apply(const struct linux_plan *lp, int report_fd) {
+int landlock_apply(const struct linux_plan *lp, bool own_dev, int report_fd) {
   int abi = lp->landlock_abi;
   if (abi <= 0)
     return 0; /* the kernel has none: the mount layer alone enforces */
@@ -106,9 +106,9 @@ int landlock_apply(const struct linux_plan *lp, int report_fd) {
    * the host's (landlock-only adapter) only the harmless nodes. */
   static const char *const host_dev[] = {"/dev/null", "/dev/zero", "/dev/full", "/dev/tty",
                                          "/dev/pts",  "/dev/shm",  "/proc"};
-  static const char *const own_dev[] = {"/dev", "/dev/shm", "/proc"};
-  const char *const *dev = lp->own_dev ? own_dev : host_dev;
-  size_t ndev = lp->own_dev ? ARRAY_SIZE(own_dev) : ARRAY_SIZE(host_dev);
+  static const char *const own_dev_rules[] = {"/dev", "/dev/shm", "/proc"};
+  const char *const *dev = own_dev ? own_dev_rules : host_dev;
+  size_t ndev = own_dev ? ARRAY_SIZE(own_dev_rules) : ARRAY_SIZE(host_dev);
   for (size_t i = 0; i < ndev; i++)
     if (allow(rs, dev[i], strcmp(dev[i], "/dev/shm") == 0 ? rights
                                                             : LANDLOCK_ACCESS_FS_WRITE_FILE |

@@ -51,7 +51,6 @@ struct linux_plan {
   struct path_list read_allow; /* landlock-only: where reading is allowed */
   char mask_cache[4096];       /* views' masks made once (mounts.c), or "" */
   bool mask_cache_usable;      /* else emptied after the run (runtime_mask_cache) */
-  bool own_dev;                /* /dev is the sandbox's own (mounts.c) */
 };
 
 /* namespaces.c */
@@ -86,7 +85,8 @@ int mounts_apply(const struct linux_plan *lp, bool detach, int report_fd);
 
 /* landlock.c */
 int landlock_abi_version(void);
-int landlock_apply(const struct linux_plan *lp, int report_fd);
+/* own_dev: /dev is the sandbox's own (mounts.c), not the host's. */
+int landlock_apply(const struct linux_plan *lp, bool own_dev, int report_fd);
 
 /* seccomp.c */
 /* deny_inet: no socket other than AF_UNIX (network denial without a

@@ -205,8 +205,8 @@ static int attach_sources(struct source *src, size_t n, uint64_t set, uint64_t c
     }
     if (s->fd < 0)
       continue;
-    if (set_attr_fd(s->fd, set, clr, true) < 0 || make_mount_point(target, s->dir, newroot[0]) < 0 ||
-        attach(s->fd, target) < 0) {
+    if (set_attr_fd(s->fd, set, clr, true) < 0 ||
+        make_mount_point(target, s->dir, newroot[0]) < 0 || attach(s->fd, target) < 0) {
       s->fd = -1;
       return setup_failed(report_fd, errno, what, s->path);
     }
@@ -637,7 +637,8 @@ static int build_views(const struct profile *pr, int report_fd) {
     if (build_view(parents[i], pr, report_fd) < 0)
       return -1;
     for (size_t k = 0; k < np; k++)
-      if (k != i && path_is_under(parents[k], parents[i]) && build_view(parents[k], pr, report_fd) < 0)
+      if (k != i && path_is_under(parents[k], parents[i]) &&
+          build_view(parents[k], pr, report_fd) < 0)
         return -1;
   }
   return 0;
