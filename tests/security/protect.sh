@@ -175,8 +175,11 @@ expect_not_contains "$out" SECRET
 t "--allow-read re-includes a store on purpose"
 expect_eq SECRET-late "$(cr --allow-read "$HOME/.aws" -- cat "$HOME/.aws/credentials")"
 
-masks=${XDG_RUNTIME_DIR:-/var/tmp}/corral-masks
-[ -n "${XDG_RUNTIME_DIR:-}" ] || masks=$masks-$(id -u)
+# The masks' cache of a runtime directory of this test's own: other tests
+# running meanwhile as the same user share the one in /var/tmp.
+saved_run=${XDG_RUNTIME_DIR-}
+export XDG_RUNTIME_DIR=$(mktemp -d /var/tmp/corral-run-XXXXXX) # not in a write root
+masks=$XDG_RUNTIME_DIR/corral-masks
 t "the views' masks are made once, kept outside HOME, and found again"
 cr -- true
 n1=$(ls "$masks" | wc -l)
@@ -199,20 +202,23 @@ cr --allow-write "$masks" -- sh -c "echo planted > ${entry}planted.txt; rm -f ${
 expect_absent "$masks"
 out=$(cr -- sh -c "cat $HOME/planted.txt 2>/dev/null; ls -a $HOME" 2>&1)
 expect_not_contains "$out" planted
+rm -rf "$XDG_RUNTIME_DIR"
 
 if [ "$(id -u)" -eq 0 ]; then
   t "a masks directory another user made first is not used, and nothing is written to it"
-  squat=/var/tmp/corral-masks-0
-  rm -rf "$squat"
+  XDG_RUNTIME_DIR=$(mktemp -d /var/tmp/corral-run-XXXXXX)
+  chmod 1777 "$XDG_RUNTIME_DIR"
+  squat=$XDG_RUNTIME_DIR/corral-masks
   setpriv --reuid=nobody --regid=nogroup --clear-groups mkdir -m 0777 "$squat"
   rm -rf "$HOME/.aws"
   ( sleep 0.3; mkdir -p "$HOME/.aws"; echo SECRET-squat > "$HOME/.aws/credentials" ) &
-  out=$(env -u XDG_RUNTIME_DIR "$CORRAL" run -- sh -c "grep -o 'lowerdir=[^:]*' /proc/self/mountinfo; sleep 0.8; cat $HOME/.aws/credentials" 2>&1); wait
+  out=$(cr -- sh -c "grep -o 'lowerdir=[^:]*' /proc/self/mountinfo; sleep 0.8; cat $HOME/.aws/credentials" 2>&1); wait
   expect_not_contains "$out" "$squat"
   expect_not_contains "$out" SECRET
   expect_eq "" "$(ls -A "$squat")"
-  rm -rf "$squat" "$HOME/.aws"
+  rm -rf "$XDG_RUNTIME_DIR" "$HOME/.aws"
 fi
+if [ -n "$saved_run" ]; then export XDG_RUNTIME_DIR=$saved_run; else unset XDG_RUNTIME_DIR; fi
 
 t "daemons' and terminals' sockets (ssh-agent, docker, the session bus, tmux) cannot be reached; other sockets can"
 # Not under HOME: a socket seen through its overlay view cannot be connected to.
