@@ -39,6 +39,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <sys/inotify.h>
+#include <linux/keyctl.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
@@ -193,6 +194,32 @@ void launch_plan_free(launch_plan *plan) {
 
 /* ------------------------------------------------ inside init (no malloc) */
 
+/* The process's argv and environment strings as the kernel laid them out
+ * (one block, argv first), captured when the library is loaded: glibc
+ * passes argc, argv and envp to constructors. */
+static char *strings_start, *strings_end;
+
+__attribute__((constructor)) static void capture_process_strings(int argc, char **argv,
+                                                                 char **envp) {
+  if (argc < 1 || !argv || !argv[0])
+    return;
+  char *end = argv[0];
+  for (int i = 0; i < argc && argv[i] == end; i++)
+    end = argv[i] + strlen(argv[i]) + 1;
+  for (char **e = envp; e && *e && *e == end; e++) /* contiguous, as exec lays them */
+    end = *e + strlen(*e) + 1;
+  strings_start = argv[0];
+  strings_end = end;
+}
+
+int launch_hide_self(void) {
+  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+    return -1;
+  if (strings_start && strings_end > strings_start)
+    memset(strings_start, 0, (size_t)(strings_end - strings_start));
+  return 0;
+}
+
 pid_t launch_clone3(unsigned long flags, int *pidfd) {
   struct clone_args args;
   memset(&args, 0, sizeof args);
@@ -301,9 +328,11 @@ static size_t read_children(pid_t pid, size_t n) {
   return n;
 }
 
-static void kill_tree(int sig) {
+static void kill_tree(const launch_plan *plan, int sig) {
   pid_t self = getpid();
-  if (self == 1) {
+  /* In a Landlock domain of its own, kill(-1) from init reaches only the
+   * domains nested in it: the command's tree, wherever it went. */
+  if (self == 1 || plan->init_scoped) {
     kill(-1, sig);
     return;
   }
@@ -405,7 +434,7 @@ static _Noreturn void finish(struct init_state *st, int report_fd, bool killed) 
   if (st->plan->nwatch && !check_protected(st, report_fd))
     sweep_protected(st, report_fd);
   for (;;) {
-    kill_tree(SIGKILL);
+    kill_tree(st->plan, SIGKILL);
     reap(st);
     if (waitpid(-1, NULL, WNOHANG | __WALL) < 0 && errno == ECHILD)
       break;
@@ -420,7 +449,7 @@ static _Noreturn void finish(struct init_state *st, int report_fd, bool killed) 
 static _Noreturn void terminate_tree(struct init_state *st, int sfd, int report_fd) {
   struct timespec start, now;
   clock_gettime(CLOCK_MONOTONIC, &start);
-  kill_tree(SIGTERM);
+  kill_tree(st->plan, SIGTERM);
   if (!st->command_done)
     kill(st->command, SIGCONT); /* a stopped command cannot handle SIGTERM */
   for (;;) {
@@ -452,8 +481,9 @@ static int move_fd_above(int fd, int min) {
  * execve succeeds or the child exits, so no pipe is needed. */
 struct command_start {
   const launch_plan *plan;
+  int report_fd;
   int err;   /* 0: execve succeeded */
-  char step; /* 'c' chdir, 'e' execve */
+  char step; /* 'c' chdir, 'e' execve, 's' the adapter's command_setup (reported) */
 };
 
 static int command_main(void *arg) {
@@ -466,7 +496,10 @@ static int command_main(void *arg) {
   if (plan->tty)
     ioctl(0, TIOCSCTTY, 0); /* the session's own PTY becomes the controlling terminal */
   syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
-  if (plan->cwd && chdir(plan->cwd) < 0) {
+  if (plan->command_setup && plan->command_setup(plan, cs->report_fd) < 0) {
+    cs->err = EPERM;
+    cs->step = 's';
+  } else if (plan->cwd && chdir(plan->cwd) < 0) {
     cs->err = errno;
     cs->step = 'c';
   } else {
@@ -504,9 +537,28 @@ static _Noreturn void init_main(const launch_plan *plan, int stdio[3], int repor
   if (!pid_ns)
     prctl(PR_SET_CHILD_SUBREAPER, 1);
 
+  /* The caller's keyrings are not the command's: a new, empty session
+   * keyring (the keyring system calls are refused inside too: seccomp).
+   * ENOSYS: a kernel without keys; EPERM: an outer seccomp (corral's own,
+   * for corral inside corral) refuses them already, to both. */
+  if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL) < 0 && errno != ENOSYS &&
+      errno != EPERM) {
+    report_write(report_fd, REPORT_SETUP_FAILED, errno, 0, "keyring: join a new session keyring");
+    _exit(125);
+  }
   /* sync 2: the adapter's setup inside init. */
   if (plan->init_setup && plan->init_setup(plan, report_fd) < 0)
     _exit(125);
+  /* Init is a copy of the supervisor: its memory holds the caller's heap
+   * and environment, its descriptors the report pipe.  Not dumpable, its
+   * /proc entries (mem, environ, fd) and pidfd_getfd need CAP_SYS_PTRACE
+   * over the host's user namespace, which nothing inside has; and its
+   * argv and environment strings, which /proc/PID/cmdline shows to
+   * anyone, are wiped (init uses neither). */
+  if (launch_hide_self() < 0) {
+    report_write(report_fd, REPORT_SETUP_FAILED, errno, 0, "init: make not dumpable");
+    _exit(125);
+  }
 
   /* Descriptors: stdio to 0-2 (via copies above 2, since they may overlap),
    * the report pipe kept, everything else from the supervisor closed. */
@@ -554,7 +606,7 @@ static _Noreturn void init_main(const launch_plan *plan, int stdio[3], int repor
 
   /* sync 3: the command, spawned the way posix_spawn does it: no copy of
    * init's memory, and init resumes only after execve (or _exit). */
-  struct command_start cs = {.plan = plan};
+  struct command_start cs = {.plan = plan, .report_fd = report_fd};
   pid_t pid = clone(command_main, command_stack + sizeof command_stack,
                     CLONE_VM | CLONE_VFORK | SIGCHLD, &cs);
   if (pid < 0) {
@@ -562,7 +614,9 @@ static _Noreturn void init_main(const launch_plan *plan, int stdio[3], int repor
     _exit(125);
   }
   st.command = pid;
-  if (cs.err)
+  if (cs.step == 's')
+    ; /* command_setup reported the failed step itself */
+  else if (cs.err)
     report_write(report_fd, REPORT_EXEC_FAILED, cs.err, 0, cs.step == 'c' ? "chdir" : "execve");
   else
     report_write(report_fd, REPORT_LAUNCHED, 0, 0, NULL);
@@ -584,6 +638,11 @@ static _Noreturn void init_main(const launch_plan *plan, int stdio[3], int repor
         continue;
       terminate_tree(&st, sfd, report_fd);
     }
+    /* In a pid namespace, a signal with a sender pid came from inside (the
+     * supervisor's show none): the command may not end or steer its own
+     * supervision. */
+    if (pid_ns && si.ssi_signo != SIGCHLD && si.ssi_pid != 0)
+      continue;
     switch (si.ssi_signo) {
     case SIGCHLD:
       reap(&st);

@@ -92,6 +92,10 @@ struct launch_plan;
  * it must not allocate (the caller may be multithreaded) and reports failure
  * with REPORT_SETUP_FAILED before returning -1. */
 typedef int (*launch_init_setup_fn)(const struct launch_plan *plan, int report_fd);
+/* Runs in the command's process after the fork, before its execve, under
+ * the same rules; for what must hold for the command but not for init
+ * (the landlock-only adapter's domain, which init must stay outside of). */
+typedef int (*launch_command_setup_fn)(const struct launch_plan *plan, int report_fd);
 
 
 typedef struct launch_plan {
@@ -104,6 +108,11 @@ typedef struct launch_plan {
   bool adapter_owns_launch;     /* only a LAUNCHED record says "launched" */
   bool tty;                     /* stdin is a terminal: make it the controlling one */
   launch_init_setup_fn init_setup;
+  launch_command_setup_fn command_setup; /* or NULL */
+  /* Init is alone in a Landlock domain that scopes signals, the command's
+   * domain nested in it: kill(-1) from init reaches exactly the command's
+   * tree, and nothing in that tree can signal init. */
+  bool init_scoped;
   /* Paths that must not be created (protected metadata that is missing):
    * init watches their directories with inotify, and a create, mkdir,
    * symlink or rename onto one kills the tree at once and is reported as a
@@ -137,6 +146,13 @@ void launch_terminate(const launch_child *child);
 void launch_signal(const launch_child *child, int sig);
 /* Last resort when init does not answer: SIGKILL init itself. */
 void launch_kill(const launch_child *child);
+
+/* Inside init (or its helpers): not dumpable, so no core, no /proc access
+ * (mem, environ, fd) and no pidfd_getfd for anyone without CAP_SYS_PTRACE
+ * over the host's user namespace; and the argv and environment strings
+ * inherited from the supervisor, which /proc/PID/cmdline shows to anyone,
+ * wiped.  0, or -1 with errno. */
+int launch_hide_self(void);
 
 /* Grace between SIGTERM and SIGKILL when a tree is ended. */
 #define LAUNCH_GRACE_MS 200

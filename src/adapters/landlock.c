@@ -3,15 +3,26 @@
  * are unavailable or restricted, and for corral inside corral (a
  * Landlock-restricted process may not mount, so namespaces are out).
  *
- * Setup order inside init (no namespaces; init is a child subreaper):
- *   1. no_new_privs;
- *   2. Landlock: writes only beneath the write roots; when the policy hides
- *      something, reads only beneath an allow-list computed here (every
- *      entry along the way to a deny-read path but that path), which also
- *      keeps secrets created later unreadable; signal and abstract-socket
- *      scoping (ABI 6+);
- *   3. seccomp, last: the core's denials plus, with the network denied, no
- *      socket other than AF_UNIX.
+ * Setup order (no namespaces; init is a child subreaper):
+ *   1. init: every capability dropped (the bounding set too, when the
+ *      caller holds CAP_SETPCAP: root), no_new_privs;
+ *   2. init: a Landlock domain of its own that scopes signals (ABI 6+), so
+ *      that nothing the command starts can signal init, and init's
+ *      kill(-1) ends the command's whole tree, setsid or not;
+ *   3. the command, after the fork: Landlock (nested in init's): writes
+ *      only beneath the write roots; when the policy hides something,
+ *      reads only beneath an allow-list computed here (every entry along
+ *      the way to a deny-read path but that path), which also keeps
+ *      secrets created later unreadable; signal and abstract-socket
+ *      scoping;
+ *   4. the command: seccomp, last: the core's denials plus, with the
+ *      network denied, no socket other than AF_UNIX.
+ *
+ * Without user namespaces a root caller's command runs as the host's uid
+ * 0: every file root owns is its own.  So Landlock grants it no write
+ * under /proc (the sysctls, sysrq-trigger, irq affinities are root's
+ * files), and the system's credential files are in the deny-read list
+ * (policy.c).
  *
  * What it cannot express — read-only paths inside a write root that are
  * not already read-only (an outer sandbox may have made them so), or any
@@ -33,10 +44,14 @@ struct landlock_adapter {
 };
 
 static int landlock_init_setup(const launch_plan *plan, int report_fd) {
-  const struct linux_plan *lp = plan->adapter_data;
-  if (landlock_apply(lp, false, report_fd) < 0)
+  if (ns_drop_bounding_apply(report_fd) < 0 || ns_drop_privileges_apply(report_fd) < 0)
     return -1;
-  if (prctl_no_new_privs(report_fd) < 0 || seccomp_apply(&lp->seccomp, report_fd) < 0)
+  return plan->init_scoped ? landlock_scope_init_apply(report_fd) : 0;
+}
+
+static int landlock_command_setup(const launch_plan *plan, int report_fd) {
+  const struct linux_plan *lp = plan->adapter_data;
+  if (landlock_apply(lp, false, report_fd) < 0 || seccomp_apply(&lp->seccomp, report_fd) < 0)
     return -1;
   return 0;
 }
@@ -139,6 +154,11 @@ static int landlock_prepare(corral_adapter *ad, const corral_request *req, launc
   char gap[600] = "";
   if (lp->landlock_abi <= 0)
     snprintf(gap, sizeof gap, "this kernel has no Landlock");
+  else if (lp->landlock_abi < 6)
+    snprintf(gap, sizeof gap,
+             "keeping corral's init out of the command's reach (signal scoping needs "
+             "Landlock ABI 6, this kernel has %d): the command could end init and outlive the run",
+             lp->landlock_abi);
   else
     unenforced_readonly(&lp->profile, gap, sizeof gap);
   if (!gap[0] && lp->profile.hidden_sockets.n)
@@ -151,6 +171,8 @@ static int landlock_prepare(corral_adapter *ad, const corral_request *req, launc
                      "command anyway and says so)",
                      gap);
   plan->init_setup = landlock_init_setup;
+  plan->command_setup = landlock_command_setup;
+  plan->init_scoped = lp->landlock_abi >= 6;
   char reason[700];
   snprintf(reason, sizeof reason, "landlock-only: not enforced: %s", gap);
   if (enforcement_set(enf, "landlock", gap[0] ? CORRAL_LEVEL_DEGRADED : CORRAL_LEVEL_NATIVE,

@@ -6,13 +6,16 @@
  *   1. (network denied) a child of init makes a private network namespace
  *      with loopback up while init goes on with 2-4, and init joins it
  *      after 4 (not after 5: Landlock forbids reaching into the child);
- *      with restricted reads the same child then detaches the old root
- *      (left by pivot_root) while init goes on with 5 and 6, and init
- *      waits for that before the command runs;
+ *      then the child hides itself (not dumpable, like init) and, with
+ *      restricted reads, detaches the old root (left by pivot_root) while
+ *      init goes on with 5 and 6; init waits for that before the command
+ *      runs;
  *   2. what needs no uid/gid maps: the mount sources cloned, the bounding
  *      set emptied, seccomp (compiled by the build, seccomp.c) loaded — its
  *      rules refuse nothing the setup does;
- *   3. init's own uid/gid maps (namespaces.c);
+ *   3. init's own uid/gid maps (namespaces.c); then init is made not
+ *      dumpable (launch.c: nothing of the supervisor's that it carries is
+ *      reachable through /proc);
  *   4. the filesystem: mounts.c (in place, or a root of its own);
  *   5. Landlock over the write roots, and signal/abstract-socket scoping;
  *   6. every capability dropped, no_new_privs.
@@ -29,6 +32,14 @@ struct linux_adapter {
   struct sock_fprog seccomp;
 };
 
+/* As soon as the maps are written (before, /proc/self/uid_map would no
+ * longer be init's to write): nothing of the supervisor's that init
+ * carries is reachable through /proc from then on. */
+static int hide_init(int report_fd) {
+  return launch_hide_self() < 0 ? setup_failed(report_fd, errno, "init: make not dumpable%s", "")
+                                : 0;
+}
+
 /* In the order of the header; the network child first, since its
  * namespace takes longest. */
 static int linux_init_setup(const launch_plan *plan, int report_fd) {
@@ -36,11 +47,11 @@ static int linux_init_setup(const launch_plan *plan, int report_fd) {
   bool helper = !lp->profile.network_allow, pivot = mounts_pivot(lp);
   if ((helper && ns_net_begin_apply(report_fd) < 0) || mounts_clone_apply(lp, report_fd) < 0 ||
       ns_drop_bounding_apply(report_fd) < 0 || seccomp_apply(&lp->seccomp, report_fd) < 0 ||
-      ns_write_id_maps_apply(lp->uid, lp->gid, report_fd) < 0 ||
+      ns_write_id_maps_apply(lp->uid, lp->gid, report_fd) < 0 || hide_init(report_fd) < 0 ||
       mounts_apply(lp, !helper, report_fd) < 0 ||
       (helper && ns_net_join_apply(pivot, report_fd) < 0) ||
       landlock_apply(lp, true, report_fd) < 0 || ns_drop_privileges_apply(report_fd) < 0 ||
-      (helper && pivot && ns_net_detached_apply(report_fd) < 0))
+      (helper && ns_net_finish_apply(report_fd) < 0))
     return -1;
   return 0;
 }
@@ -67,6 +78,8 @@ int linux_plan_prepare(const corral_policy *policy, const struct sock_fprog *sec
       environment_prepare(&plan->envp, &plan->envc, &lp->profile, backend, lp->runtime.root) < 0)
     return error_set(err, -ENOMEM, ENOMEM, "out of memory");
   if ((r = protect_prepare(&lp->profile, &lp->watch, err)) < 0)
+    return r;
+  if ((r = protect_remember(&lp->watch, &lp->watch_was, err)) < 0)
     return r;
   plan->watch = lp->watch.v;
   plan->nwatch = lp->watch.n;
@@ -98,9 +111,10 @@ static int linux_prepare(corral_adapter *ad, const corral_request *req, launch_p
 
 int linux_finish(corral_adapter *ad, launch_plan *plan, launch_report *rep,
                         corral_error *err) {
-  (void)ad, (void)plan, (void)err;
+  (void)ad, (void)err;
   rep->adapter_launched = rep->launched;
-  protect_finish(rep);
+  struct linux_plan *lp = plan->adapter_data;
+  protect_finish(rep, &lp->watch, lp->watch_was);
   return 0;
 }
 
@@ -110,6 +124,7 @@ void linux_cleanup(corral_adapter *ad, launch_plan *plan) {
   if (!lp)
     return;
   path_list_free(&lp->watch);
+  free(lp->watch_was);
   if (lp->mask_cache[0] && !lp->mask_cache_usable)
     remove_tree(lp->mask_cache, true);
   runtime_release(&lp->runtime);

@@ -100,19 +100,27 @@ int landlock_apply(const struct linux_plan *lp, bool own_dev, int report_fd) {
       return setup_failed(report_fd, errno, "landlock: rule for `%s`", pr->write_roots.v[i]);
     }
   /* Device nodes and terminals are written by ordinary programs; /proc
-   * files too (uid_map for a nested corral, oom_score_adj).  What /proc
-   * lets a process without capabilities write is the kernel's to check.
+   * files too (uid_map for a nested user namespace, oom_score_adj, comm).
    * The sandbox's own /dev (read-only, the nodes of mounts.c) is one rule;
-   * the host's (landlock-only adapter) only the harmless nodes. */
-  static const char *const host_dev[] = {"/dev/null", "/dev/zero", "/dev/full", "/dev/tty",
-                                         "/dev/pts",  "/dev/shm",  "/proc"};
-  static const char *const own_dev_rules[] = {"/dev", "/dev/shm", "/proc"};
+   * the host's (landlock-only adapter) only the harmless nodes.  /proc is
+   * one rule or none: a rule cannot name "the command's own entries" (a
+   * process's directory is made anew for every process).  For a user
+   * other than root, what /proc lets it write is its own (the global
+   * entries are root's files), so the rule adds nothing; a root caller's
+   * command passes the owner checks of every global entry (the sysctls,
+   * sysrq-trigger, irq affinities), so it gets no write under /proc. */
+  static const char *const host_dev[] = {"/proc",    "/dev/null", "/dev/zero", "/dev/full",
+                                         "/dev/tty", "/dev/pts",  "/dev/shm"};
+  static const char *const own_dev_rules[] = {"/proc", "/dev", "/dev/shm"};
   const char *const *dev = own_dev ? own_dev_rules : host_dev;
   size_t ndev = own_dev ? ARRAY_SIZE(own_dev_rules) : ARRAY_SIZE(host_dev);
-  for (size_t i = 0; i < ndev; i++)
-    if (allow(rs, dev[i], strcmp(dev[i], "/dev/shm") == 0 ? rights
-                                                            : LANDLOCK_ACCESS_FS_WRITE_FILE |
-                                                                  (reads ? READ_RIGHTS : 0)) < 0) {
+  /* Writing a file there means truncating it too: `echo 1 > F` opens
+   * with O_TRUNC, which Landlock (ABI 3+) checks as its own right. */
+  uint64_t write_file = rights & (LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_TRUNCATE);
+  for (size_t i = lp->uid == 0 ? 1 : 0; i < ndev; i++)
+    if (allow(rs, dev[i],
+              strcmp(dev[i], "/dev/shm") == 0 ? rights : write_file | (reads ? READ_RIGHTS : 0)) <
+        0) {
       close(rs);
       return setup_failed(report_fd, errno, "landlock: rule for `%s`", dev[i]);
     }
@@ -124,4 +132,17 @@ int landlock_apply(const struct linux_plan *lp, bool own_dev, int report_fd) {
   }
   close(rs);
   return 0;
+}
+
+int landlock_scope_init_apply(int report_fd) {
+  /* No access rights handled: init itself may do anything it could; the
+   * domain only draws the line that signals may not cross outwards. */
+  struct ruleset_attr_v6 attr = {.scoped = CORRAL_LANDLOCK_SCOPE_SIGNAL};
+  int rs = (int)syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0);
+  if (rs < 0)
+    return setup_failed(report_fd, errno, "landlock: create init's scope%s", "");
+  long r = syscall(SYS_landlock_restrict_self, rs, 0);
+  int e = errno;
+  close(rs);
+  return r < 0 ? setup_failed(report_fd, e, "landlock: restrict init%s", "") : 0;
 }

@@ -10,6 +10,7 @@
 #define CORRAL_LINUX_H
 
 #include <linux/filter.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -36,9 +37,14 @@ bool runtime_mask_cache(char *out, size_t size, const struct path_list *write_ro
 /* Adds read-only carve-outs for what exists (to pr->deny_write) and lists
  * the protected paths that are missing, whose creation must be watched. */
 int protect_prepare(struct profile *pr, struct path_list *watch, corral_error *err);
+/* The watched paths as they were before the run (st_nlink 0: absent). */
+int protect_remember(const struct path_list *watch, struct stat **was, corral_error *err);
 /* Removes from the host what the command created under a protected name
- * (reported by init) and fills the denial and the stderr note. */
-void protect_finish(launch_report *rep);
+ * and fills the denial and the stderr note.  The report is the command's
+ * to forge if anything went wrong, so a path is acted on only when it is
+ * one the plan watched and it is not what was there before the run; a
+ * record naming anything else makes the report unreadable. */
+void protect_finish(launch_report *rep, const struct path_list *watch, const struct stat *was);
 
 struct linux_plan {
   struct profile profile;
@@ -47,6 +53,7 @@ struct linux_plan {
   gid_t gid;
   int landlock_abi;            /* 0: the kernel has no Landlock */
   struct path_list watch;      /* protected paths that are missing */
+  struct stat *watch_was;      /* each as it was before the run (protect_remember) */
   struct runtime_lease runtime;
   struct path_list read_allow; /* landlock-only: where reading is allowed */
   char mask_cache[4096];       /* views' masks made once (mounts.c), or "" */
@@ -57,16 +64,15 @@ struct linux_plan {
 unsigned long ns_clone_flags(bool network_allow);
 int ns_write_id_maps_apply(uid_t uid, gid_t gid, int report_fd);
 /* A private network namespace with loopback up: begun by init before the
- * uid/gid maps, joined after the mounts. */
+ * uid/gid maps, joined after the mounts.  With hand_over, the child also
+ * detaches the old root (after mounts_apply(..., false)).
+ * ns_net_finish_apply waits for the child to be hidden (and done), before
+ * the command runs. */
 int ns_net_begin_apply(int report_fd);
-/* Joins the namespace and, with hand_over, hands the child the old root to
- * detach (after mounts_apply(..., false)); ns_net_detached_apply waits
- * for that. */
 int ns_net_join_apply(bool hand_over, int report_fd);
-int ns_net_detached_apply(int report_fd);
+int ns_net_finish_apply(int report_fd);
 int ns_drop_bounding_apply(int report_fd);
 int ns_drop_privileges_apply(int report_fd); /* after ns_drop_bounding_apply */
-int prctl_no_new_privs(int report_fd);
 /* Why the namespace adapter cannot work here, cheaply (no fork): "" when
  * nothing speaks against it. */
 void ns_obstacle(char *why, size_t whylen);
@@ -87,6 +93,10 @@ int mounts_apply(const struct linux_plan *lp, bool detach, int report_fd);
 int landlock_abi_version(void);
 /* own_dev: /dev is the sandbox's own (mounts.c), not the host's. */
 int landlock_apply(const struct linux_plan *lp, bool own_dev, int report_fd);
+/* Puts init alone in a domain that scopes signals (ABI 6), after
+ * no_new_privs: the command's domain, nested in it, cannot signal init,
+ * and init's kill(-1) reaches the command's tree and nothing else. */
+int landlock_scope_init_apply(int report_fd);
 
 /* seccomp.c */
 /* deny_inet: no socket other than AF_UNIX (network denial without a

@@ -70,11 +70,50 @@ int protect_prepare(struct profile *pr, struct path_list *watch, corral_error *e
   return 0;
 }
 
-void protect_finish(launch_report *rep) {
+int protect_remember(const struct path_list *watch, struct stat **was, corral_error *err) {
+  *was = calloc(watch->n ? watch->n : 1, sizeof **was);
+  if (!*was)
+    return error_set(err, -ENOMEM, ENOMEM, "out of memory");
+  for (size_t i = 0; i < watch->n; i++)
+    if (lstat(watch->v[i], &(*was)[i]) < 0)
+      (*was)[i].st_nlink = 0;
+  return 0;
+}
+
+/* Is `path` one of the watched ones, and something other than what was
+ * there before the run? */
+static bool created_in_run(const char *path, const struct path_list *watch, const struct stat *was,
+                           bool *known) {
+  for (size_t k = 0; k < watch->n; k++) {
+    if (strcmp(watch->v[k], path) != 0)
+      continue;
+    *known = true;
+    struct stat now;
+    if (lstat(path, &now) < 0)
+      return false; /* nothing there to remove */
+    /* An inode number freed by the command is soon reused: the type and
+     * the change time tell a new file from the old one. */
+    return !was[k].st_nlink || now.st_ino != was[k].st_ino || now.st_dev != was[k].st_dev ||
+           (now.st_mode & S_IFMT) != (was[k].st_mode & S_IFMT) ||
+           now.st_ctim.tv_sec != was[k].st_ctim.tv_sec ||
+           now.st_ctim.tv_nsec != was[k].st_ctim.tv_nsec;
+  }
+  *known = false;
+  return false;
+}
+
+void protect_finish(launch_report *rep, const struct path_list *watch, const struct stat *was) {
   for (size_t i = 0; i < rep->nprotected; i++) {
     const char *path = rep->protected_paths[i];
-    /* Never follows a symlink out: the link itself is what goes. */
-    remove_tree(path, true);
+    bool known;
+    if (created_in_run(path, watch, was, &known))
+      remove_tree(path, true); /* never follows a symlink out: the link itself goes */
+    if (!known) {
+      rep->readable = false;
+      snprintf(rep->problem, sizeof rep->problem,
+               "report names a protected path the sandbox did not watch");
+      return;
+    }
     if (i > 0)
       continue;
     corral_denial *d = &rep->denial;

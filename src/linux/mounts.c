@@ -802,10 +802,24 @@ int mounts_apply(const struct linux_plan *lp, bool detach, int report_fd) {
     if (set_attr(path, MOUNT_ATTR_RDONLY, 0, false) < 0)
       return setup_failed(report_fd, errno, "mounts: read-only `%s`", "/");
   }
-  /* 9. */
+  /* 9.  A root caller's command is uid 0 of the host (mapped to itself,
+   * so that root's files stay its own): it passes the owner checks of
+   * /proc's global entries — the sysctls (core_pattern runs a program as
+   * the host's root), sysrq-trigger, irq affinities, /proc/bus/pci — and
+   * reads root-only ones such as timer_list.  So its /proc is read-only
+   * whole (Landlock grants it no write there either) and those are
+   * covered.  /proc/keys lists the keys of the caller's uid on the host,
+   * whoever the caller is. */
   in_root(path, "/proc");
-  if (mount("proc", path, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+  bool root = lp->uid == 0;
+  if (mount("proc", path, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC | (root ? MS_RDONLY : 0),
+            NULL) < 0)
     return setup_failed(report_fd, errno, "proc: mount a fresh `%s`", "/proc");
+  static const char *const proc_covered[] = {"/proc/keys", "/proc/timer_list",
+                                             "/proc/sched_debug", "/proc/latency_stats"};
+  for (size_t i = 0; i < (root ? ARRAY_SIZE(proc_covered) : 1); i++)
+    if (cover_file(proc_covered[i], report_fd, "proc: cover `%s`") < 0)
+      return -1;
   if (make_dev(report_fd) < 0)
     return -1;
   /* 10. */

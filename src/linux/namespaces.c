@@ -97,7 +97,7 @@ static struct {
 
 struct net_result {
   int err;
-  char step; /* 'n' the namespace, 'l' its loopback, 'd' the detach */
+  char step; /* 'n' the namespace, 'l' its loopback, 'h' hidden, 'd' hidden and detached */
 };
 
 static ssize_t read_byte(int fd, char *c) {
@@ -107,11 +107,13 @@ static ssize_t read_byte(int fd, char *c) {
   return n;
 }
 
-/* After the namespace, the child takes one more step off init's path when
- * asked ('d'; only a restricted root is pivoted into): detaching the old
- * root that init's pivot_root left on top of the new one.  An unmount
- * waits for an RCU grace period; init drops its privileges meanwhile, and
- * waits for this before the command runs. */
+/* After the namespace and init's join (which needs the child still
+ * dumpable: a pidfd's setns is a ptrace-mode access), the child hides
+ * itself — a copy of init, which is a copy of the supervisor — and with
+ * 'd' (only a restricted root is pivoted into) detaches the old root that
+ * init's pivot_root left on top of the new one: an unmount waits for an
+ * RCU grace period, and init drops its privileges meanwhile.  Init waits
+ * for this answer before the command runs. */
 static _Noreturn void net_child(int ready, int hold) {
   /* Nothing of init's but the two pipes: not the command's output pipes
    * (their EOF must not wait for this child), not the report pipe. */
@@ -128,10 +130,11 @@ static _Noreturn void net_child(int ready, int hold) {
     res = (struct net_result){errno, 'l'};
   char c;
   if (write(ready, &res, sizeof res) == sizeof res && !res.err && read_byte(hold, &c) == 1) {
-    res = (struct net_result){0, 'd'};
-    /* pivot_root made the new root this process's root too. */
-    if (chdir("/") < 0 || umount2(".", MNT_DETACH) < 0)
+    res = (struct net_result){0, 'h'};
+    if (launch_hide_self() < 0)
       res.err = errno;
+    else if (c == 'd' && (res.step = 'd', chdir("/") < 0 || umount2(".", MNT_DETACH) < 0))
+      res.err = errno; /* pivot_root made the new root this process's root too */
     if (write(ready, &res, sizeof res) == sizeof res)
       read_byte(hold, &c);
   }
@@ -198,27 +201,32 @@ int ns_net_join_apply(bool hand_over, int report_fd) {
                      res.step == 'n' ? "network: new namespace%s" : "network: bring up `lo`%s", "");
   else if (setns(net.pidfd, ALONGSIDE) < 0)
     r = setup_failed(report_fd, errno, "network: join the private namespace%s", "");
-  else if (hand_over && write(net.hold, "d", 1) != 1)
-    r = setup_failed(report_fd, errno, "mounts: hand over `%s`", "the old root");
+  else if (write(net.hold, hand_over ? "d" : "h", 1) != 1)
+    r = setup_failed(report_fd, errno, "network: hand over to `%s`", "the namespace helper");
   close(net.pidfd);
-  if (!hand_over) {
-    close(net.ready);
-    close(net.hold); /* the child exits; init reaps it with the rest */
-  }
   return r;
 }
 
-int ns_net_detached_apply(int report_fd) {
+int ns_net_finish_apply(int report_fd) {
   struct net_result res;
   int e = next_answer(&res);
   close(net.ready);
   close(net.hold); /* the child exits; init reaps it with the rest */
-  if (e || res.step != 'd')
-    return setup_failed(report_fd, e ? e : EPROTO, "mounts: detach `%s`: no answer",
-                        "the old root");
+  if (e || (res.step != 'd' && res.step != 'h'))
+    return setup_failed(report_fd, e ? e : EPROTO, "network: `%s` did not answer",
+                        "the namespace helper");
   if (res.err)
-    return setup_failed(report_fd, res.err, "mounts: detach `%s`", "the old root");
+    return setup_failed(report_fd, res.err,
+                        res.step == 'd' ? "mounts: detach `%s`" : "network: hide `%s`",
+                        res.step == 'd' ? "the old root" : "the namespace helper");
   return 0;
+}
+static bool has_effective(int cap) {
+  struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+  struct __user_cap_data_struct data[2];
+  if (syscall(SYS_capget, &hdr, data) < 0)
+    return true; /* unknown: let the caller report the failure */
+  return (data[cap / 32].effective >> (cap % 32)) & 1;
 }
 
 /* The bounding set limits only what an execve can gain, not what init
@@ -229,10 +237,18 @@ int ns_drop_bounding_apply(int report_fd) {
     if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0) {
       if (errno == EINVAL)
         break; /* past the kernel's last capability */
+      /* Without CAP_SETPCAP (an ordinary user, no user namespace: the
+       * landlock-only adapter) the bounding set cannot be emptied; it
+       * only limits what an execve could gain, and no_new_privs with empty
+       * permitted, inheritable and ambient sets leaves nothing to gain. */
+      if (errno == EPERM && !has_effective(CAP_SETPCAP))
+        return 0;
       return setup_failed(report_fd, errno, "capabilities: drop bounding set%s", "");
     }
   return 0;
 }
+
+static int prctl_no_new_privs(int report_fd);
 
 int ns_drop_privileges_apply(int report_fd) {
   /* The bounding set is already empty (ns_drop_bounding_apply); then the
@@ -248,7 +264,7 @@ int ns_drop_privileges_apply(int report_fd) {
   return prctl_no_new_privs(report_fd);
 }
 
-int prctl_no_new_privs(int report_fd) {
+static int prctl_no_new_privs(int report_fd) {
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
     return setup_failed(report_fd, errno, "no_new_privs%s", "");
   return 0;
@@ -291,9 +307,7 @@ void ns_obstacle(char *why, size_t whylen) {
   }
   /* Mapping uid 0 into a new namespace needs CAP_SETFCAP. */
   if (geteuid() == 0) {
-    struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
-    struct __user_cap_data_struct data[2];
-    if (syscall(SYS_capget, &hdr, data) == 0 && !(data[0].effective & (1u << CAP_SETFCAP)))
+    if (!has_effective(CAP_SETFCAP))
       snprintf(why, whylen, "root without CAP_SETFCAP cannot map itself into a user namespace");
   }
 }

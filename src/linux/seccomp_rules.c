@@ -2,7 +2,7 @@
  * seccomp_rules.c — the sandbox's seccomp program, compiled by libseccomp
  * (it gets the architecture checks and the x32 ABI right): ptrace, reading
  * or writing another process's memory, io_uring (which bypasses seccomp),
- * terminal injection, and — when the policy asks — creating Unix sockets
+ * terminal injection, keyrings, bpf, and — when the policy asks — creating Unix sockets
  * or, for the landlock-only adapter, any other socket.
  *
  * The build runs this through tools/seccomp-gen.c and embeds the result
@@ -46,9 +46,16 @@ int seccomp_compile(bool block_unix, bool deny_inet, struct sock_fprog *prog, co
     return error_set(err, CORRAL_ESETUP, 0, "seccomp: init failed");
   int r = add_native_arches(ctx);
   const uint32_t deny = SCMP_ACT_ERRNO(EPERM);
-  static const char *const denied[] = {"ptrace",           "process_vm_readv",
-                                       "process_vm_writev", "io_uring_setup",
-                                       "io_uring_enter",    "io_uring_register"};
+  /* The keyring calls reach the caller's user keyring, which a user
+   * namespace does not replace for a root caller's uid 0 (and init gives
+   * the command a new session keyring besides).  bpf: pinned maps and
+   * programs under /sys/fs/bpf are opened by file permission alone, which
+   * a root caller's uid 0 passes, and a map updated that way acts on the
+   * host.  pidfd_getfd takes another process's descriptors. */
+  static const char *const denied[] = {
+      "ptrace",         "process_vm_readv", "process_vm_writev", "io_uring_setup",
+      "io_uring_enter", "io_uring_register", "keyctl",           "add_key",
+      "request_key",    "bpf",               "pidfd_getfd"};
   for (size_t i = 0; i < ARRAY_SIZE(denied) && r == 0; i++) {
     int nr = seccomp_syscall_resolve_name(denied[i]);
     if (nr != __NR_SCMP_ERROR)
