@@ -31,43 +31,121 @@ int mkdir_p(const char *path, mode_t mode) {
   return mkdir(buf, mode) < 0 && errno != EEXIST ? -1 : 0;
 }
 
-/* Removes `name` in `dirfd` and all below it without ever following a
- * symlink: each directory is opened from its parent with O_NOFOLLOW, so
- * one swapped for a symlink meanwhile (a sandboxed command may still be
- * writing there) is not entered.  Reads entries with getdents64 into a
- * small buffer on the stack: nothing allocated, so init may use it. */
-static void remove_at(int parent, const char *name, int depth) {
-  if (unlinkat(parent, name, 0) == 0 || errno == ENOENT || depth > 64)
-    return;
+/* A directory in `parent` opened for emptying: never through a symlink,
+ * and made readable, writable and searchable by its owner first if it is
+ * not (the command may have left it 000 or 555).  -1 if it cannot be. */
+static int open_dir(int parent, const char *name) {
   int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0)
-    return;
+  struct stat st;
+  if (fd >= 0 && fstat(fd, &st) == 0 && (st.st_mode & 0700) != 0700)
+    fchmod(fd, (st.st_mode & 07777) | 0700);
+  if (fd >= 0 || errno != EACCES)
+    return fd;
+  /* Unreadable: by a path descriptor (no permission needed) and its
+   * /proc link, which names the very inode. */
+  int pfd = openat(parent, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (pfd < 0)
+    return -1;
+  char link[64];
+  snprintf(link, sizeof link, "/proc/self/fd/%d", pfd);
+  if (fstat(pfd, &st) == 0)
+    chmod(link, (st.st_mode & 07777) | 0700);
+  fd = openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  close(pfd);
+  return fd;
+}
+
+/* Moves directory `name` in `dir` up into `top` under a fresh name. */
+static bool move_up(int dir, const char *name, int top, unsigned long *fresh) {
+  for (int tries = 0; tries < 64; tries++) {
+    char to[64];
+    snprintf(to, sizeof to, ".corral-rm-%lu", (*fresh)++);
+    if (renameat2(dir, name, top, to, RENAME_NOREPLACE) == 0)
+      return true;
+    if (errno == EACCES || errno == EPERM) {
+      /* Moving a directory rewrites its "..": it must be writable. */
+      int fd = open_dir(dir, name);
+      if (fd < 0)
+        return false;
+      close(fd);
+    } else if (errno != EEXIST) {
+      return false;
+    }
+  }
+  return false;
+}
+
+/* Unlinks what `dir` holds and moves its subdirectories up into `top`;
+ * true if anything changed. */
+static bool empty_into(int dir, int top, unsigned long *fresh) {
   char buf[1024] __attribute__((aligned(8)));
-  long got;
-  /* Entries are removed while listing: start over until a pass finds
-   * nothing left to remove (or only what cannot be). */
-  for (bool removed = true; removed;) {
-    removed = false;
-    lseek(fd, 0, SEEK_SET);
-    while ((got = syscall(SYS_getdents64, fd, buf, sizeof buf)) > 0)
+  bool changed = false;
+  for (bool again = true; again;) {
+    again = false;
+    lseek(dir, 0, SEEK_SET);
+    long got;
+    while ((got = syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0)
       for (long off = 0; off < got;) {
         struct dirent64 *d = (struct dirent64 *)(buf + off);
         off += d->d_reclen;
-        if (strcmp(d->d_name, ".") != 0 && strcmp(d->d_name, "..") != 0) {
-          remove_at(fd, d->d_name, depth + 1);
-          removed |= faccessat(fd, d->d_name, F_OK, AT_SYMLINK_NOFOLLOW) != 0;
-        }
+        if (strcmp(d->d_name, ".") == 0 || strcmp(d->d_name, "..") == 0)
+          continue;
+        if (unlinkat(dir, d->d_name, 0) == 0 ||
+            ((errno == EISDIR || errno == EPERM) && move_up(dir, d->d_name, top, fresh)))
+          again = changed = true;
       }
   }
-  close(fd);
-  unlinkat(parent, name, AT_REMOVEDIR);
+  return changed;
 }
 
-void remove_tree(const char *path, bool exact_parent) {
+/* Removes `name` in `parent` and everything below it, at any depth and
+ * whatever the modes, without following a symlink and without recursion:
+ * the subdirectories of each directory being emptied are first moved up
+ * into the top one under fresh names, so nothing is ever more than one
+ * level below it.  No ".." is walked (a directory moved meanwhile by
+ * someone else cannot lead out), nothing is allocated (init uses it), and
+ * the work is proportional to what the tree holds. */
+static int remove_at(int parent, const char *name) {
+  if (unlinkat(parent, name, 0) == 0 || errno == ENOENT)
+    return 0;
+  int top = open_dir(parent, name);
+  if (top < 0)
+    return -1;
+  unsigned long fresh = 0;
+  char buf[1024] __attribute__((aligned(8)));
+  for (bool changed = true; changed;) {
+    changed = false;
+    lseek(top, 0, SEEK_SET);
+    long got;
+    while ((got = syscall(SYS_getdents64, top, buf, sizeof buf)) > 0)
+      for (long off = 0; off < got;) {
+        struct dirent64 *d = (struct dirent64 *)(buf + off);
+        off += d->d_reclen;
+        if (strcmp(d->d_name, ".") == 0 || strcmp(d->d_name, "..") == 0)
+          continue;
+        if (unlinkat(top, d->d_name, 0) == 0) {
+          changed = true;
+          continue;
+        }
+        int fd = open_dir(top, d->d_name);
+        if (fd < 0)
+          continue;
+        changed |= empty_into(fd, top, &fresh);
+        close(fd);
+        changed |= unlinkat(top, d->d_name, AT_REMOVEDIR) == 0;
+      }
+  }
+  close(top);
+  return unlinkat(parent, name, AT_REMOVEDIR) == 0 || errno == ENOENT ? 0 : -1;
+}
+
+int remove_tree(const char *path, bool exact_parent) {
   char parent[4096];
   const char *slash = strrchr(path, '/');
-  if (!slash || !slash[1] || (size_t)(slash - path) >= sizeof parent)
-    return;
+  if (!slash || !slash[1] || (size_t)(slash - path) >= sizeof parent) {
+    errno = EINVAL;
+    return -1;
+  }
   snprintf(parent, sizeof parent, "%.*s", slash == path ? 1 : (int)(slash - path), path);
   int fd;
   if (exact_parent) {
@@ -80,7 +158,8 @@ void remove_tree(const char *path, bool exact_parent) {
     fd = open(parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
   }
   if (fd < 0)
-    return;
-  remove_at(fd, slash + 1, 0);
+    return errno == ENOENT ? 0 : -1;
+  int r = remove_at(fd, slash + 1);
   close(fd);
+  return r;
 }

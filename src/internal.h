@@ -75,7 +75,7 @@ static inline int64_t real_ms(void) {
 int mkdir_p(const char *path, mode_t mode);
 /* rm -rf that never follows a symlink below `path`; with exact_parent, not
  * in the path to it either (it must be a real path). */
-void remove_tree(const char *path, bool exact_parent);
+int remove_tree(const char *path, bool exact_parent);
 
 /* strv.c: NULL-terminated string vectors. */
 char **strv_copy(const char *const *v, size_t n); /* NULL on ENOMEM; n entries + NULL */

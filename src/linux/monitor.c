@@ -106,16 +106,22 @@ void protect_finish(launch_report *rep, const struct path_list *watch, const str
   for (size_t i = 0; i < rep->nprotected; i++) {
     const char *path = rep->protected_paths[i];
     bool known;
-    if (created_in_run(path, watch, was, &known))
-      remove_tree(path, true); /* never follows a symlink out: the link itself goes */
+    /* Never follows a symlink out: the link itself goes.  What cannot be
+     * removed (someone else's file in it) is said, never left silently. */
+    bool left = created_in_run(path, watch, was, &known) && remove_tree(path, true) < 0;
     if (!known) {
       rep->readable = false;
       snprintf(rep->problem, sizeof rep->problem,
                "report names a protected path the sandbox did not watch");
       return;
     }
-    if (i > 0)
+    if (i > 0) {
+      size_t n = strlen(rep->stderr_note);
+      if (left)
+        snprintf(rep->stderr_note + n, sizeof rep->stderr_note - n,
+                 "%s could not be removed entirely: what remains is on the host\n", path);
       continue;
+    }
     corral_denial *d = &rep->denial;
     free(d->capability.scope);
     free(d->reason);
@@ -123,8 +129,9 @@ void protect_finish(launch_report *rep, const struct path_list *watch, const str
     d->capability.kind = CORRAL_CAP_PROTECTED_METADATA;
     d->capability.scope = strdup(path);
     d->source = CORRAL_SOURCE_CONFIGURED_POLICY;
-    char reason[PATH_MAX + 64];
-    snprintf(reason, sizeof reason, "blocked creation of protected path %s", path);
+    char reason[PATH_MAX + 128];
+    snprintf(reason, sizeof reason, "blocked creation of protected path %s%s", path,
+             left ? " (it could not be removed entirely: what remains is on the host)" : "");
     d->reason = strdup(reason);
     d->recoverable = true;
     d->next_action = CORRAL_NEXT_REQUEST_APPROVAL;
