@@ -18,8 +18,11 @@
  *   2. `.git` and the protected names are skipped at any depth;
  *   3. generated trees are one aggregated entry `name/` whose count is the
  *      number of direct children (-1 above 256), never entered;
- *   4. beyond CORRAL_OBSERVE_MAX_FILES entries the snapshot is incomplete
- *      and no report is made from it;
+ *   4. beyond CORRAL_OBSERVE_MAX_FILES entries, or MAX_DEPTH levels of
+ *      directories, or when a directory cannot be opened for want of
+ *      descriptors, the snapshot is incomplete (and says which) and no
+ *      report is made from it: the tree is the command's, so its depth is
+ *      bounded here rather than by the stack or the descriptor table;
  *   5. unreadable directories and files are skipped, never fatal.
  */
 #include <dirent.h>
@@ -41,6 +44,8 @@
 #define HASH_FILE_MAX (1 << 20)
 #define HASH_TOTAL_MAX (32 << 20)
 #define AGGREGATE_COUNT_MAX 256
+/* Each level holds a directory open in each scanning thread. */
+#define MAX_DEPTH 128
 
 static const char *const generated[] = {"node_modules", ".pnpm-store", ".yarn",
                                         "dist",         "coverage",    ".cache"};
@@ -70,6 +75,7 @@ struct scan_shared {
   atomic_size_t files;        /* non-directories seen: the bound counts these */
   atomic_size_t hashed_bytes;
   atomic_bool incomplete;
+  atomic_int why;             /* with incomplete: INCOMPLETE_* */
   struct timespec taken;
   const char *const *names;   /* protected names, borrowed */
   size_t nnames;
@@ -79,6 +85,14 @@ struct scan_shared {
   size_t ntop;
   atomic_size_t next;
 };
+
+enum { INCOMPLETE_FILES = 1, INCOMPLETE_DEPTH, INCOMPLETE_FDS };
+
+static void give_up(struct scan_shared *sh, int why) {
+  int none = 0;
+  atomic_compare_exchange_strong(&sh->why, &none, why);
+  atomic_store(&sh->incomplete, true);
+}
 
 /* One thread's entries; merged into the snapshot at the end. */
 struct scan_list {
@@ -200,9 +214,11 @@ static bool racy(const struct scan_shared *s, const struct stat *st) {
   return st->st_ctim.tv_sec >= s->taken.tv_sec - RACY_SECONDS;
 }
 
-/* Scans a directory; with `top` (the root, scanned by the first thread)
- * its subdirectories are not entered but queued for the workers. */
-static int scan(struct scan_list *s, int dirfd_, const char *prefix, struct path_list *top) {
+/* Scans a directory `depth` levels below the root; with `top` (the root,
+ * scanned by the first thread) its subdirectories are not entered but
+ * queued for the workers. */
+static int scan(struct scan_list *s, int dirfd_, const char *prefix, struct path_list *top,
+                int depth) {
   struct scan_shared *sh = s->sh;
   DIR *d = fdopendir(dirfd_);
   if (!d) {
@@ -220,7 +236,7 @@ static int scan(struct scan_list *s, int dirfd_, const char *prefix, struct path
       continue;
     if (atomic_load(&sh->incomplete) ||
         (!S_ISDIR(st.st_mode) && atomic_fetch_add(&sh->files, 1) >= CORRAL_OBSERVE_MAX_FILES)) {
-      atomic_store(&sh->incomplete, true);
+      give_up(sh, INCOMPLETE_FILES);
       rc = 1;
       break;
     }
@@ -247,12 +263,22 @@ static int scan(struct scan_list *s, int dirfd_, const char *prefix, struct path
     } else if (dir && top) {
       if (path_list_add(top, name) < 0)
         rc = -ENOMEM;
+    } else if (dir && depth >= MAX_DEPTH) {
+      give_up(sh, INCOMPLETE_DEPTH);
+      rc = 1;
     } else if (dir) {
       int fd = openat(dirfd(d), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-      if (fd >= 0) {
-        char sub[4096];
-        snprintf(sub, sizeof sub, "%s/", path);
-        rc = scan(s, fd, sub, NULL);
+      char *sub = fd >= 0 ? malloc(plen + 1) : NULL;
+      if (sub) {
+        snprintf(sub, plen + 1, "%s/", path);
+        rc = scan(s, fd, sub, NULL, depth + 1);
+        free(sub);
+      } else if (fd >= 0) {
+        close(fd);
+        rc = -ENOMEM;
+      } else if (errno == EMFILE || errno == ENFILE) {
+        give_up(sh, INCOMPLETE_FDS);
+        rc = 1;
       }
     } else if (S_ISREG(st.st_mode) && racy(sh, &st) && st.st_size <= HASH_FILE_MAX &&
                atomic_fetch_add(&sh->hashed_bytes, (size_t)st.st_size) + (size_t)st.st_size <=
@@ -282,7 +308,7 @@ static void *worker(void *arg) {
       continue;
     char prefix[4096];
     snprintf(prefix, sizeof prefix, "%s/", name);
-    int r = scan(l, fd, prefix, NULL);
+    int r = scan(l, fd, prefix, NULL, 1);
     if (r < 0)
       l->rc = r;
   }
@@ -322,6 +348,7 @@ int corral_snapshot_take(const char *root, const char *const *names, size_t nnam
   atomic_init(&sh.files, 0);
   atomic_init(&sh.hashed_bytes, 0);
   atomic_init(&sh.incomplete, false);
+  atomic_init(&sh.why, 0);
   atomic_init(&sh.next, 0);
   clock_gettime(CLOCK_REALTIME, &sh.taken);
   int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -336,7 +363,7 @@ int corral_snapshot_take(const char *root, const char *const *names, size_t nnam
   memset(lists, 0, sizeof lists);
   for (int i = 0; i < SCAN_THREADS; i++)
     lists[i].sh = &sh;
-  int r = scan(&lists[0], fd, "", &top);
+  int r = scan(&lists[0], fd, "", &top, 0);
   sh.top = top.v;
   sh.ntop = top.n;
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -372,7 +399,14 @@ int corral_snapshot_take(const char *root, const char *const *names, size_t nnam
   }
   if (s->incomplete) {
     char why[128];
-    snprintf(why, sizeof why, "the workspace has more than %d files", CORRAL_OBSERVE_MAX_FILES);
+    int w = atomic_load(&sh.why);
+    if (w == INCOMPLETE_DEPTH)
+      snprintf(why, sizeof why, "the workspace has directories more than %d levels deep",
+               MAX_DEPTH);
+    else if (w == INCOMPLETE_FDS)
+      snprintf(why, sizeof why, "too many open files to observe the workspace");
+    else
+      snprintf(why, sizeof why, "the workspace has more than %d files", CORRAL_OBSERVE_MAX_FILES);
     s->why = strdup(why);
   }
   if (s->n > 1)

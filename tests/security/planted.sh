@@ -38,4 +38,14 @@ for shape in "${shapes[@]}"; do
   rm -rf "$ws/b" "$ws/.agents" 2>/dev/null
 done
 
+# --- trees deeper than any walk could recurse --------------------------
+t "a tree 3,000 levels deep: change reports say so, corral survives"
+cr -- python3 -c 'import os
+os.mkdir("deep"); os.chdir("deep")
+for i in range(3000): os.mkdir("d"); os.chdir("d")'
+json=$(cr --changes --json -- touch made); expect_eq 0 $?
+expect_eq success "$(printf '%s' "$json" | json_get outcome.kind)"
+expect_contains "$(printf '%s' "$json" | json_get outcome.changesSkipped)" "levels deep"
+rm -rf "$ws/deep" "$ws/made"
+
 finish

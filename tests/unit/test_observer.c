@@ -162,6 +162,33 @@ static void test_over_the_bound_gives_no_report(void **state) {
   corral_outcome_free(&o);
 }
 
+/* A tree the command made far deeper than any real project (and than the
+ * stack or the descriptor table would allow a recursive walk): the
+ * snapshot says it gave up, in both snapshots and in a diff, and nothing
+ * crashes.  Just under the bound, the change deep down is reported. */
+static void test_deep_tree_is_bounded(void **state) {
+  (void)state;
+  sh("python3 -c 'import os\nos.mkdir(\"deep\"); os.chdir(\"deep\")\n"
+     "for i in range(3000): os.mkdir(\"d\"); os.chdir(\"d\")'");
+  corral_snapshot *a = snap();
+  sh("touch deep/new");
+  corral_outcome o;
+  diff(a, snap(), &o);
+  assert_false(o.changes_present);
+  assert_non_null(o.changes_skipped);
+  assert_non_null(strstr(o.changes_skipped, "levels deep"));
+  corral_outcome_free(&o);
+  sh("rm -rf deep && python3 -c 'import os\nos.mkdir(\"deep\"); os.chdir(\"deep\")\n"
+     "for i in range(100): os.mkdir(\"d\"); os.chdir(\"d\")'");
+  a = snap();
+  sh("cd deep && touch $(python3 -c 'print(\"/\".join([\"d\"] * 100))')/leaf");
+  diff(a, snap(), &o);
+  assert_true(o.changes_present);
+  assert_int_equal(o.nchanges, 1);
+  assert_int_equal(o.changes[0].kind, CORRAL_CHANGE_CREATED);
+  corral_outcome_free(&o);
+}
+
 static void test_unreadable_directory_skipped(void **state) {
   (void)state;
   if (geteuid() == 0)
@@ -186,6 +213,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_symlink_not_followed, setup, teardown),
       cmocka_unit_test_setup_teardown(test_over_the_bound_gives_no_report, setup, teardown),
       cmocka_unit_test_setup_teardown(test_unreadable_directory_skipped, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_deep_tree_is_bounded, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
