@@ -14,6 +14,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <sys/stat.h>
 
@@ -232,11 +233,35 @@ int policy_load_buffer(corral_policy *p, const char *data, size_t len, const cha
   return 0;
 }
 
+/* The password entry's home directory, for when HOME cannot say (env -i,
+ * cron, some service managers), and for stores kept in the real home while
+ * HOME points elsewhere (sudo -E, a temporary HOME). */
+static bool passwd_home(char *out, size_t size) {
+  struct passwd pw, *found = NULL;
+  char buf[4096];
+  if (getpwuid_r(geteuid(), &pw, buf, sizeof buf, &found) != 0 || !found || !found->pw_dir ||
+      found->pw_dir[0] != '/' || strlen(found->pw_dir) >= size)
+    return false;
+  snprintf(out, size, "%s", found->pw_dir);
+  return true;
+}
+
+bool user_home(char *out, size_t size) {
+  const char *home = getenv("HOME");
+  if (!home || home[0] != '/')
+    return passwd_home(out, size);
+  if (strlen(home) >= size)
+    return false;
+  snprintf(out, size, "%s", home);
+  return true;
+}
+
 bool xdg_dir(const char *var, const char *in_home, char *out, size_t size) {
-  const char *xdg = getenv(var), *home = getenv("HOME");
+  const char *xdg = getenv(var);
+  char home[PATH_MAX];
   if (xdg && xdg[0] == '/')
     snprintf(out, size, "%s", xdg);
-  else if (home && home[0] == '/')
+  else if (user_home(home, sizeof home))
     snprintf(out, size, "%s/%s", home, in_home);
   else
     return false;
@@ -314,7 +339,7 @@ static bool resolve_existing(const char *path, char out[PATH_MAX]) {
  * resolved once instead of once per store. */
 struct resolve_cache {
   size_t n;
-  char *in[8], *out[8];
+  char *in[16], *out[16];
 };
 
 static void resolve_cache_free(struct resolve_cache *c) {
@@ -351,11 +376,10 @@ static bool resolve_parent(const char *path, char out[PATH_MAX], struct resolve_
 }
 
 static char *resolve_cached(const char *path, struct resolve_cache *cache, corral_error *err) {
-  char buf[PATH_MAX * 2];
-  const char *home = getenv("HOME");
+  char buf[PATH_MAX * 2], home[PATH_MAX];
   if (path[0] == '~' && (path[1] == '/' || path[1] == '\0')) {
-    if (!home || home[0] != '/') {
-      error_set(err, -EINVAL, EINVAL, "path `%s`: HOME is not set", path);
+    if (!user_home(home, sizeof home)) {
+      error_set(err, -EINVAL, EINVAL, "path `%s`: no home directory (HOME is not set)", path);
       return NULL;
     }
     snprintf(buf, sizeof buf, "%s%s", home, path + 1);
@@ -431,46 +455,339 @@ int path_list_add_real(struct path_list *l, const char *path, corral_error *err)
   return add_resolved(l, path, NULL, err);
 }
 
-/* The usual secret stores of the user running corral.  Paths that do not
- * exist are kept: a store created while the command runs must stay
- * unreadable too (mounts.c hides them through their parent's view). */
+/* ------------------------------------------------------ secret stores */
+
+/* Where a store lies: below a home directory, below one of its XDG
+ * directories ($XDG_CONFIG_HOME or ~/.config, $XDG_DATA_HOME or
+ * ~/.local/share, $XDG_CACHE_HOME or ~/.cache), or only where a variable
+ * says. */
+enum store_base { IN_HOME, IN_CONFIG, IN_DATA, IN_CACHE, STORE_NBASES, ONLY_ENV = STORE_NBASES };
+
+/* The usual secret stores of the user running corral: what logs in as the
+ * user somewhere, and the histories people paste tokens into.  A tool's
+ * variable (`env`, when absolute) names the store too, as $env followed by
+ * `below_env`; the default place stays hidden as well, since the variable
+ * may be set for this run only.  README.md lists the same table. */
+static const struct secret_store {
+  enum store_base base;
+  const char *path, *env, *below_env;
+} secret_stores[] = {
+    /* Keys, password managers, keyrings. */
+    {IN_HOME, ".ssh"},
+    {IN_HOME, ".gnupg", "GNUPGHOME", ""},
+    {IN_HOME, ".password-store", "PASSWORD_STORE_DIR", ""},
+    {IN_DATA, "gopass"},
+    {IN_DATA, "keyrings"}, /* GNOME keyring */
+    {IN_DATA, "kwalletd"},
+    {IN_CONFIG, "op"}, /* 1Password CLI */
+    {IN_HOME, ".op"},
+    {IN_CONFIG, "Bitwarden CLI", "BITWARDENCLI_APPDATA_DIR", ""},
+    {IN_CONFIG, "sops/age/keys.txt", "SOPS_AGE_KEY_FILE", ""},
+    {IN_HOME, ".minisign/minisign.key"},
+    {IN_HOME, ".netrc", "NETRC", ""},
+    {IN_HOME, ".authinfo"},
+    {IN_HOME, ".authinfo.gpg"},
+    {IN_HOME, ".env"}, /* read by aider and others as the user's own keys */
+
+    /* AI agents' own credentials. */
+    {IN_HOME, ".codex/auth.json", "CODEX_HOME", "/auth.json"},
+    {IN_HOME, ".claude/.credentials.json", "CLAUDE_CONFIG_DIR", "/.credentials.json"},
+    {IN_HOME, ".claude.json"}, /* Claude Code: an API key made at login */
+    {IN_HOME, ".gemini/oauth_creds.json"},
+    {IN_HOME, ".gemini/mcp-oauth-tokens.json"},
+    {IN_HOME, ".gemini/.env"},
+    {IN_CONFIG, "github-copilot"}, /* hosts.json, apps.json of the editor plug-ins */
+    {IN_HOME, ".copilot/config.json"},
+    {IN_HOME, ".aider/oauth-keys.env"},
+    {IN_HOME, ".aider.conf.yml"},
+    {IN_HOME, ".continue/.env"},
+    {IN_DATA, "opencode/auth.json"},
+    {IN_CONFIG, "goose/secrets.yaml"},
+    {IN_CONFIG, "io.datasette.llm/keys.json", "LLM_USER_PATH", "/keys.json"},
+    {IN_CACHE, "huggingface/token", "HF_TOKEN_PATH", ""},
+    {ONLY_ENV, NULL, "HF_HOME", "/token"},
+    {IN_HOME, ".huggingface/token"},
+    {IN_HOME, ".kaggle/kaggle.json", "KAGGLE_CONFIG_DIR", "/kaggle.json"},
+    {IN_CONFIG, "kaggle/kaggle.json"},
+    {IN_HOME, ".ollama/id_ed25519"},
+
+    /* Clouds and hosting. */
+    {IN_HOME, ".aws"},
+    {ONLY_ENV, NULL, "AWS_SHARED_CREDENTIALS_FILE", ""},
+    {IN_HOME, ".azure", "AZURE_CONFIG_DIR", ""},
+    {IN_CONFIG, "gcloud", "CLOUDSDK_CONFIG", ""},
+    {ONLY_ENV, NULL, "GOOGLE_APPLICATION_CREDENTIALS", ""},
+    {IN_HOME, ".boto", "BOTO_CONFIG", ""},
+    {IN_HOME, ".oci"},
+    {IN_CONFIG, "doctl"},
+    {IN_HOME, ".fly"},
+    {IN_HOME, ".aliyun"},
+    {IN_HOME, ".bluemix"},
+    {IN_CONFIG, "linode-cli"},
+    {IN_CONFIG, "hcloud"},
+    {IN_CONFIG, "scw"},
+    {IN_CONFIG, "openstack"},
+    {IN_HOME, ".s3cfg"},
+    {IN_HOME, ".mc"}, /* MinIO client */
+    {IN_HOME, ".passwd-s3fs"},
+    {IN_CONFIG, "rclone/rclone.conf", "RCLONE_CONFIG", ""},
+    {IN_HOME, ".rclone.conf"},
+    {IN_HOME, ".vault-token"},
+    {IN_HOME, ".terraform.d/credentials.tfrc.json"},
+    {IN_HOME, ".terraformrc", "TF_CLI_CONFIG_FILE", ""},
+    {IN_HOME, ".pulumi/credentials.json", "PULUMI_HOME", "/credentials.json"},
+    {IN_HOME, ".databrickscfg", "DATABRICKS_CONFIG_FILE", ""},
+    {IN_HOME, ".snowflake", "SNOWFLAKE_HOME", ""},
+    {IN_HOME, ".dbt/profiles.yml", "DBT_PROFILES_DIR", "/profiles.yml"},
+    {IN_HOME, ".sf"}, /* Salesforce */
+    {IN_HOME, ".sfdx"},
+    {IN_HOME, ".cloudflared"},
+    {IN_HOME, ".wrangler/config"},
+    {IN_CONFIG, ".wrangler/config"},
+    {IN_DATA, "com.vercel.cli/auth.json"},
+    {IN_CONFIG, "netlify/config.json"},
+    {IN_HOME, ".supabase/access-token"},
+    {IN_HOME, ".railway/config.json"},
+    {IN_CONFIG, "configstore"}, /* firebase-tools, snyk and other Node CLIs */
+    {IN_CONFIG, "stripe/config.toml"},
+    {IN_CONFIG, "ngrok/ngrok.yml"},
+    {IN_HOME, ".ngrok2/ngrok.yml"},
+    {IN_HOME, ".sentryclirc"},
+    {IN_HOME, ".jfrog", "JFROG_CLI_HOME_DIR", ""},
+
+    /* Kubernetes and containers ($KUBECONFIG, a list, is read apart). */
+    {IN_HOME, ".kube/config"},
+    {IN_HOME, ".docker/config.json", "DOCKER_CONFIG", "/config.json"},
+    {IN_HOME, ".docker/contexts/tls", "DOCKER_CONFIG", "/contexts/tls"},
+    {IN_HOME, ".docker/key.pem", "DOCKER_CERT_PATH", "/key.pem"},
+    {IN_CONFIG, "containers/auth.json", "REGISTRY_AUTH_FILE", ""},
+    {IN_CONFIG, "helm/registry/config.json", "HELM_REGISTRY_CONFIG", ""},
+    {IN_CONFIG, "helm/repositories.yaml", "HELM_REPOSITORY_CONFIG", ""},
+    {IN_HOME, ".talos/config", "TALOSCONFIG", ""},
+
+    /* Forges and version control. */
+    {IN_HOME, ".git-credentials"},
+    {IN_CONFIG, "git/credentials"},
+    {IN_CONFIG, "gh/hosts.yml", "GH_CONFIG_DIR", "/hosts.yml"},
+    {IN_CONFIG, "hub", "HUB_CONFIG", ""},
+    {IN_CONFIG, "glab-cli", "GLAB_CONFIG_DIR", ""},
+    {IN_CONFIG, "tea/config.yml"},
+    {IN_HOME, ".subversion/auth"},
+
+    /* Package registries.  pip.conf, .yarnrc.yml and .bunfig.toml are
+     * where those tools' own documentation puts a private index's or
+     * registry's token; hiding them at worst sends a command to the public
+     * index. */
+    {IN_HOME, ".npmrc", "NPM_CONFIG_USERCONFIG", ""},
+    {ONLY_ENV, NULL, "npm_config_userconfig", ""},
+    {IN_HOME, ".yarnrc.yml"},
+    {IN_HOME, ".bunfig.toml"},
+    {IN_CONFIG, ".bunfig.toml"},
+    {IN_CONFIG, "pnpm/rc"},
+    {IN_HOME, ".pypirc"},
+    {IN_CONFIG, "pip/pip.conf", "PIP_CONFIG_FILE", ""},
+    {IN_HOME, ".pip/pip.conf"},
+    {IN_CONFIG, "pypoetry/auth.toml"},
+    {IN_DATA, "uv/credentials"},
+    {IN_HOME, ".cargo/credentials", "CARGO_HOME", "/credentials"},
+    {IN_HOME, ".cargo/credentials.toml", "CARGO_HOME", "/credentials.toml"},
+    {IN_HOME, ".gem/credentials"},
+    {IN_DATA, "gem/credentials"},
+    {IN_HOME, ".bundle/config", "BUNDLE_USER_CONFIG", ""},
+    {IN_HOME, ".m2/settings.xml"},
+    {IN_HOME, ".m2/settings-security.xml"},
+    {IN_HOME, ".gradle/gradle.properties", "GRADLE_USER_HOME", "/gradle.properties"},
+    {IN_HOME, ".nuget/NuGet/NuGet.Config"},
+    {IN_CONFIG, "NuGet/NuGet.Config"},
+    {IN_HOME, ".composer/auth.json", "COMPOSER_HOME", "/auth.json"},
+    {IN_CONFIG, "composer/auth.json"},
+    {IN_CONFIG, "dart/pub-credentials.json"},
+    {IN_CONFIG, "dart/pub-tokens.json"},
+    {IN_HOME, ".hex/hex.config", "HEX_HOME", "/hex.config"},
+    {IN_HOME, ".julia/servers"},
+    {IN_HOME, ".Renviron"}, /* where R's own tools keep GITHUB_PAT */
+
+    /* Databases and mail. */
+    {IN_HOME, ".pgpass", "PGPASSFILE", ""},
+    {IN_HOME, ".pg_service.conf", "PGSERVICEFILE", ""},
+    {IN_HOME, ".my.cnf"},
+    {IN_HOME, ".mylogin.cnf", "MYSQL_TEST_LOGIN_FILE", ""},
+    {IN_HOME, ".msmtprc"},
+    {IN_CONFIG, "msmtp/config"},
+    {IN_HOME, ".fetchmailrc"},
+
+    /* Shell and REPL histories: tokens typed on command lines. */
+    {IN_HOME, ".bash_history", "HISTFILE", ""},
+    {IN_HOME, ".zsh_history"},
+    {ONLY_ENV, NULL, "ZDOTDIR", "/.zsh_history"},
+    {IN_HOME, ".zhistory"},
+    {IN_HOME, ".histfile"},
+    {IN_HOME, ".sh_history"},
+    {IN_DATA, "fish/fish_history"},
+    {IN_CONFIG, "nushell/history.txt"},
+    {IN_CONFIG, "nushell/history.sqlite3"},
+    {IN_DATA, "atuin/history.db"},
+    {IN_HOME, ".python_history", "PYTHON_HISTORY", ""},
+    {IN_HOME, ".psql_history", "PSQL_HISTORY", ""},
+    {IN_HOME, ".mysql_history", "MYSQL_HISTFILE", ""},
+    {IN_HOME, ".sqlite_history", "SQLITE_HISTORY", ""},
+    {IN_HOME, ".rediscli_history", "REDISCLI_HISTFILE", ""},
+    {IN_HOME, ".node_repl_history", "NODE_REPL_HISTORY", ""},
+    {IN_HOME, ".irb_history"},
+    {IN_DATA, "irb/irb_history"},
+    {IN_HOME, ".mongodb/mongosh"},
+    {IN_HOME, ".dbshell"},
+    {IN_HOME, ".julia/logs/repl_history.jl"},
+
+    /* Browsers, mail and chat clients: their cookies and tokens are logins. */
+    {IN_HOME, ".mozilla"},
+    {IN_HOME, ".thunderbird"},
+    {IN_CONFIG, "google-chrome"},
+    {IN_CONFIG, "chromium"},
+    {IN_CONFIG, "BraveSoftware"},
+    {IN_CONFIG, "microsoft-edge"},
+    {IN_CONFIG, "Slack"},
+    {IN_CONFIG, "discord"},
+    {IN_CONFIG, "Signal"},
+    {IN_DATA, "TelegramDesktop"},
+
+    /* corral's own configuration: a command must not learn the policy's
+     * holes from it, nor rewrite it. */
+    {IN_CONFIG, "corral"},
+};
+
+/* Credential files of the system, hidden only when the caller can read
+ * them (root; a member of the shadow or ssl-cert group): for anyone else
+ * the permissions already keep them, at no cost. */
+static const char *const system_stores[] = {
+    "/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-",
+    "/var/backups/shadow.bak", "/var/backups/gshadow.bak", "/etc/security/opasswd",
+    "/etc/sudoers", "/etc/sudoers.d",
+    "/etc/ssl/private", "/etc/pki/tls/private", "/etc/letsencrypt/archive",
+    "/etc/letsencrypt/keys", "/etc/letsencrypt/accounts",
+    "/etc/krb5.keytab", "/var/lib/sss/db", "/var/lib/sss/secrets", "/var/lib/samba/private",
+    "/etc/ldap.secret", "/etc/libnss-ldap.secret", "/etc/pam_ldap.secret",
+    "/etc/NetworkManager/system-connections", "/var/lib/iwd", "/etc/wpa_supplicant.conf",
+    "/etc/wireguard", "/etc/openvpn", "/etc/ipsec.secrets", "/etc/ipsec.d/private",
+    "/etc/swanctl/private", "/etc/ppp/chap-secrets", "/etc/ppp/pap-secrets",
+    "/var/lib/tailscale",
+    "/etc/mysql/debian.cnf",
+    "/etc/kubernetes/admin.conf", "/etc/kubernetes/super-admin.conf", "/etc/kubernetes/pki",
+    "/etc/rancher/k3s/k3s.yaml", "/var/lib/rancher/k3s/server/token",
+    "/var/lib/rancher/k3s/server/tls", "/etc/gitlab-runner/config.toml",
+};
+
+/* And those found by name: every `prefix*suffix` in `dir`. */
+static const struct {
+  const char *dir, *prefix, *suffix;
+} system_store_names[] = {
+    {"/etc/ssh", "ssh_host_", "_key"}, /* the private host keys, not the .pub */
+    {"/etc/dropbear", "dropbear_", "_host_key"},
+    {"/etc/wpa_supplicant", "", ".conf"}, /* network passphrases */
+    {"/etc/netplan", "", ".yaml"},
+};
+
+/* Can the caller read `path` (a directory: reach what is in it)? */
+static bool caller_can_read(const char *path) {
+  struct stat st;
+  if (faccessat(AT_FDCWD, path, R_OK, AT_EACCESS) == 0)
+    return true;
+  return stat(path, &st) == 0 && S_ISDIR(st.st_mode) &&
+         faccessat(AT_FDCWD, path, X_OK, AT_EACCESS) == 0;
+}
+
+/* Does a variable's value name a store?  HISTFILE=/dev/null and the like
+ * turn a history off; hiding /dev/null would break every command. */
+static bool names_store(const char *v) {
+  struct stat st;
+  if (!v || v[0] != '/')
+    return false;
+  return stat(v, &st) < 0 ? errno == ENOENT || errno == ENOTDIR
+                          : S_ISREG(st.st_mode) || S_ISDIR(st.st_mode);
+}
+
+/* `a`, `sep` and `b` joined; a path too long to open names nothing to
+ * hide. */
+static int add_joined(struct path_list *l, const char *a, const char *sep, const char *b,
+                      struct resolve_cache *cache, corral_error *err) {
+  char buf[PATH_MAX];
+  if ((size_t)snprintf(buf, sizeof buf, "%s%s%s", a, sep, b) >= sizeof buf)
+    return 0;
+  return add_resolved(l, buf, cache, err);
+}
+
+/* The stores below `home`; the XDG variables apply to the home HOME
+ * names (`xdg`), not to the password entry's when HOME is elsewhere. */
+static int add_stores_below(struct path_list *l, const char *home, bool xdg,
+                            struct resolve_cache *cache, corral_error *err) {
+  static const struct {
+    const char *var, *in_home;
+  } dirs[STORE_NBASES] = {
+      [IN_HOME] = {NULL, ""},
+      [IN_CONFIG] = {"XDG_CONFIG_HOME", "/.config"},
+      [IN_DATA] = {"XDG_DATA_HOME", "/.local/share"},
+      [IN_CACHE] = {"XDG_CACHE_HOME", "/.cache"},
+  };
+  char base[STORE_NBASES][PATH_MAX];
+  for (size_t b = 0; b < STORE_NBASES; b++) {
+    const char *v = xdg && dirs[b].var ? getenv(dirs[b].var) : NULL;
+    if (v && v[0] == '/')
+      snprintf(base[b], PATH_MAX, "%s", v);
+    else
+      snprintf(base[b], PATH_MAX, "%s%s", home, dirs[b].in_home);
+  }
+  int r = 0;
+  for (size_t i = 0; i < ARRAY_SIZE(secret_stores) && r == 0; i++) {
+    const struct secret_store *s = &secret_stores[i];
+    if (s->base != ONLY_ENV)
+      r = add_joined(l, base[s->base], "/", s->path, cache, err);
+  }
+  return r;
+}
+
+/* Every `prefix*suffix` in `dir` that the caller can read. */
+static int add_system_names(struct path_list *l, const char *dir, const char *prefix,
+                            const char *suffix, struct resolve_cache *cache, corral_error *err) {
+  DIR *d = opendir(dir);
+  if (!d)
+    return 0;
+  size_t np = strlen(prefix), ns = strlen(suffix);
+  int r = 0;
+  struct dirent *de;
+  while (r == 0 && (de = readdir(d))) {
+    size_t n = strlen(de->d_name);
+    if (n <= np + ns || strncmp(de->d_name, prefix, np) != 0 ||
+        strcmp(de->d_name + n - ns, suffix) != 0)
+      continue;
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+    if (caller_can_read(path))
+      r = add_resolved(l, path, cache, err);
+  }
+  closedir(d);
+  return r;
+}
+
+/* Paths that do not exist are kept: a store created while the command runs
+ * must stay unreadable too (mounts.c hides them through their parent's
+ * view, one mount for all of them). */
 static int add_secret_stores(struct path_list *l, struct resolve_cache *cache,
                              corral_error *err) {
-  const char *home = getenv("HOME");
-  if (!home || home[0] != '/')
-    return 0;
-  char buf[PATH_MAX], cfg[PATH_MAX];
-  if (!user_config_dir(cfg, sizeof cfg))
-    return 0;
-  static const char *const in_home[] = {".aws",         ".azure",          ".ssh",
-                                        ".gnupg",       ".git-credentials", ".pypirc",
-                                        ".cargo/credentials", ".cargo/credentials.toml"};
-  int r = 0;
-  for (size_t i = 0; i < ARRAY_SIZE(in_home) && r == 0; i++) {
-    snprintf(buf, sizeof buf, "%s/%s", home, in_home[i]);
-    r = add_resolved(l, buf, cache, err);
-  }
-  struct {
-    const char *env, *fallback_fmt, *fallback_base, *suffix;
-  } const vars[] = {
-      {"CLOUDSDK_CONFIG", "%s/gcloud", cfg, ""},
-      {"GOOGLE_APPLICATION_CREDENTIALS", NULL, NULL, ""},
-      {"NETRC", "%s/.netrc", home, ""},
-      {"NPM_CONFIG_USERCONFIG", "%s/.npmrc", home, ""},
-      {"DOCKER_CONFIG", "%s/.docker", home, "/config.json"},
-      {"GH_CONFIG_DIR", "%s/gh", cfg, "/hosts.yml"},
-  };
-  for (size_t i = 0; i < ARRAY_SIZE(vars) && r == 0; i++) {
-    const char *v = getenv(vars[i].env);
-    char base[PATH_MAX];
-    if (v && v[0] == '/')
-      snprintf(base, sizeof base, "%s", v);
-    else if (vars[i].fallback_fmt)
-      snprintf(base, sizeof base, vars[i].fallback_fmt, vars[i].fallback_base);
-    else
-      continue;
-    snprintf(buf, sizeof buf, "%s%s", base, vars[i].suffix);
-    r = add_resolved(l, buf, cache, err);
+  char home[PATH_MAX], real_home[PATH_MAX];
+  struct stat st;
+  bool have_home = user_home(home, sizeof home);
+  int r = have_home ? add_stores_below(l, home, true, cache, err) : 0;
+  /* A HOME that is not the caller's own (sudo -E, HOME=/tmp) leaves the
+   * stores where they really are: the password entry's home is covered
+   * too.  Only then is the entry looked up (not on every run). */
+  if (r == 0 && have_home && (stat(home, &st) < 0 || st.st_uid != geteuid()) &&
+      passwd_home(real_home, sizeof real_home) && strcmp(home, real_home) != 0)
+    r = add_stores_below(l, real_home, false, cache, err);
+  for (size_t i = 0; i < ARRAY_SIZE(secret_stores) && r == 0; i++) {
+    const struct secret_store *s = &secret_stores[i];
+    const char *v = s->env ? getenv(s->env) : NULL;
+    if (names_store(v))
+      r = add_joined(l, v, "", s->below_env, cache, err);
   }
   /* KUBECONFIG is a list. */
   const char *kube = getenv("KUBECONFIG");
@@ -479,20 +796,33 @@ static int add_secret_stores(struct path_list *l, struct resolve_cache *cache,
     snprintf(list, sizeof list, "%s", kube);
     for (char *save, *tok = strtok_r(list, ":", &save); tok && r == 0;
          tok = strtok_r(NULL, ":", &save))
-      if (tok[0] == '/')
+      if (names_store(tok))
         r = add_resolved(l, tok, cache, err);
-  } else if (r == 0) {
-    snprintf(buf, sizeof buf, "%s/.kube/config", home);
-    r = add_resolved(l, buf, cache, err);
   }
-  if (r == 0) {
-    snprintf(buf, sizeof buf, "%s/git/credentials", cfg);
-    r = add_resolved(l, buf, cache, err);
+  /* Stores only hidden when they exist: Kerberos tickets in /tmp, a write
+   * root (no view there), and registry logins in the runtime directory,
+   * where a view would cut the command off from the sockets beside them. */
+  const char *krb = getenv("KRB5CCNAME"), *run = getenv("XDG_RUNTIME_DIR");
+  char path[PATH_MAX];
+  if (krb && strncmp(krb, "FILE:", 5) == 0)
+    krb += 5;
+  if (krb && krb[0] == '/')
+    snprintf(path, sizeof path, "%s", krb);
+  else
+    snprintf(path, sizeof path, "/tmp/krb5cc_%u", (unsigned)geteuid());
+  if (r == 0 && names_store(path) && caller_can_read(path))
+    r = add_resolved(l, path, cache, err);
+  if (run && run[0] == '/') {
+    snprintf(path, sizeof path, "%s/containers/auth.json", run);
+    if (r == 0 && caller_can_read(path))
+      r = add_resolved(l, path, cache, err);
   }
-  if (r == 0) {
-    snprintf(buf, sizeof buf, "%s/corral", cfg);
-    r = add_resolved(l, buf, cache, err);
-  }
+  for (size_t i = 0; i < ARRAY_SIZE(system_stores) && r == 0; i++)
+    if (caller_can_read(system_stores[i]))
+      r = add_resolved(l, system_stores[i], cache, err);
+  for (size_t i = 0; i < ARRAY_SIZE(system_store_names) && r == 0; i++)
+    r = add_system_names(l, system_store_names[i].dir, system_store_names[i].prefix,
+                         system_store_names[i].suffix, cache, err);
   return r;
 }
 
@@ -545,9 +875,19 @@ static int add_daemon_sockets(struct path_list *l, struct resolve_cache *cache,
                                        "gnupg/S.gpg-agent.extra", "gnupg/S.gpg-agent.browser",
                                        "gnupg/S.keyboxd", "keyring/control", "keyring/ssh",
                                        "gcr/ssh"};
+  char home[PATH_MAX], path[PATH_MAX];
   for (size_t i = 0; run && run[0] == '/' && i < ARRAY_SIZE(in_run) && r == 0; i++) {
-    char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/%s", run, in_run[i]);
+    r = add_socket(l, path, cache, err);
+  }
+  /* git's credential cache gives the passwords it holds to whoever asks. */
+  if (r == 0 && xdg_dir("XDG_CACHE_HOME", ".cache", path, sizeof path) &&
+      strlen(path) + sizeof "/git/credential/socket" <= sizeof path) {
+    strcat(path, "/git/credential/socket");
+    r = add_socket(l, path, cache, err);
+  }
+  if (r == 0 && user_home(home, sizeof home)) {
+    snprintf(path, sizeof path, "%s/.git-credential-cache/socket", home);
     r = add_socket(l, path, cache, err);
   }
   /* Those the environment names: "unix://PATH", "unix:path=PATH[,...]". */
@@ -557,14 +897,12 @@ static int add_daemon_sockets(struct path_list *l, struct resolve_cache *cache,
   if (r == 0 && docker && strncmp(docker, "unix://", 7) == 0)
     r = add_socket(l, docker + 7, cache, err);
   if (r == 0 && dbus && strncmp(dbus, "unix:path=", 10) == 0) {
-    char path[PATH_MAX];
     snprintf(path, sizeof path, "%.*s", (int)strcspn(dbus + 10, ",;"), dbus + 10);
     r = add_socket(l, path, cache, err);
   }
   /* Terminal multiplexers and displays: tmux (TMUX is "socket,pid,index";
    * its directory is tmux-UID in TMUX_TMPDIR or /tmp), X servers, emacs. */
   const char *tmux = getenv("TMUX"), *tmux_dir = getenv("TMUX_TMPDIR");
-  char path[PATH_MAX];
   unsigned uid = (unsigned)getuid();
   if (r == 0 && tmux && tmux[0] == '/') {
     snprintf(path, sizeof path, "%.*s", (int)strcspn(tmux, ","), tmux);

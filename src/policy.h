@@ -45,9 +45,12 @@ struct profile {
 
 corral_policy *policy_copy(const corral_policy *p);
 /* $XDG_CONFIG_HOME, else ~/.config; and the user's policy file in it.
- * false when neither variable gives an absolute path. */
+ * false when there is no home directory either. */
 bool user_config_dir(char *out, size_t size);
-/* $VAR if absolute, else $HOME/in_home; false when neither is. */
+/* The user's home directory: $HOME if absolute, else the password
+ * entry's; false when neither gives one. */
+bool user_home(char *out, size_t size);
+/* $VAR if absolute, else user_home()/in_home; false when neither is. */
 bool xdg_dir(const char *var, const char *in_home, char *out, size_t size);
 bool user_policy_path(char *out, size_t size);
 /* The policy file's JSON from memory; `name` is used in messages. */
