@@ -45,6 +45,11 @@ expect_eq application_failure "$(json_get kind < "$ws/report.json")"
 expect_eq 4 "$(json_get exit.code < "$ws/report.json")"
 expect_eq linux "$(json_get enforcement.backend < "$ws/report.json")"
 
+t "a --report that cannot be opened stops corral before the program runs"
+"$CORRAL" exec --report "$ws/no-such-dir/report.json" -- touch "$ws/ran" 2>/dev/null
+expect_eq 2 $?
+expect_absent "$ws/ran"
+
 t "bash -i under a PTY: job control works, the terminal is restored"
 out=$(python3 - "$CORRAL" <<'PY'
 import os, sys, termios, subprocess, time, select
