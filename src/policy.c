@@ -338,14 +338,186 @@ static bool resolve_existing(const char *path, char out[PATH_MAX]) {
  * do not exist and share a parent (HOME, its .config), which is then
  * resolved once instead of once per store. */
 struct resolve_cache {
-  size_t n;
-  char *in[16], *out[16];
+  size_t n, nmissing;
+  char *in[32], *out[32];
+  char *missing[32]; /* directories found missing: nothing below them exists */
+  /* The entries of in[i], read once when a second name is looked up in
+   * it: a hundred stores in HOME cost one directory read, not a hundred
+   * lstats.  NUL-separated names; types from getdents. */
+  struct listing {
+    int state; /* 0 not read, 1 read, -1 not to be read (too big, unreadable) */
+    int lookups;
+    char *names;                /* NUL-separated */
+    struct listed *by_name;     /* sorted, for bsearch */
+    size_t n;
+  } list[32];
 };
 
+#define LISTING_MAX 4096 /* entries; a bigger directory is looked at by name */
+
+struct listed {
+  const char *name;
+  unsigned char type;
+};
+
+static int by_name(const void *a, const void *b) {
+  return strcmp(((const struct listed *)a)->name, ((const struct listed *)b)->name);
+}
+
+static void listing_read(struct listing *l, const char *dir) {
+  l->state = -1;
+  DIR *d = opendir(dir);
+  if (!d)
+    return;
+  size_t cap = 0, used = 0, ncap = 0;
+  unsigned char *types = NULL;
+  struct dirent *de;
+  bool ok = true;
+  while (ok && (de = readdir(d))) {
+    size_t len = strlen(de->d_name) + 1;
+    if (l->n == LISTING_MAX) {
+      ok = false;
+    } else if (used + len > cap) {
+      char *g = realloc(l->names, cap = cap ? cap * 2 : 4096);
+      ok = g != NULL;
+      l->names = g ? g : l->names;
+    }
+    if (ok && l->n == ncap) {
+      unsigned char *t = realloc(types, ncap = ncap ? ncap * 2 : 256);
+      ok = t != NULL;
+      types = t ? t : types;
+    }
+    if (ok) {
+      memcpy(l->names + used, de->d_name, len);
+      types[l->n++] = de->d_type;
+      used += len;
+    }
+  }
+  closedir(d);
+  /* Names are pointed at only now: realloc may have moved them. */
+  l->by_name = ok ? malloc((l->n ? l->n : 1) * sizeof *l->by_name) : NULL;
+  if (l->by_name) {
+    const char *p = l->names;
+    for (size_t k = 0; k < l->n; k++, p += strlen(p) + 1)
+      l->by_name[k] = (struct listed){p, types[k]};
+    qsort(l->by_name, l->n, sizeof *l->by_name, by_name);
+    l->state = 1;
+  }
+  free(types);
+}
+
+/* 0: `name` is not in parent i; 1: it is, and no symlink; -1: unknown
+ * (look it up the slow way). */
+static int listing_find(struct resolve_cache *c, size_t i, const char *name) {
+  struct listing *l = &c->list[i];
+  if (l->state == 0 && ++l->lookups >= 2)
+    listing_read(l, c->out[i]);
+  if (l->state != 1)
+    return -1;
+  struct listed key = {name, 0}, *hit = bsearch(&key, l->by_name, l->n, sizeof key, by_name);
+  if (!hit)
+    return 0;
+  return hit->type == DT_LNK || hit->type == DT_UNKNOWN ? -1 : 1;
+}
+
+static bool resolve_parent(const char *path, char out[PATH_MAX], struct resolve_cache *c);
+static ssize_t cache_index(const struct resolve_cache *c, const char *path);
+
+/* `path` resolved from its deepest cached ancestor through listings, or
+ * NULL when a component needs the slow way (a symlink, an unlisted
+ * directory). */
+static char *walk_listed(struct resolve_cache *c, const char *path) {
+  char prefix[PATH_MAX], real[PATH_MAX];
+  ssize_t idx = -1;
+  size_t len = strlen(path);
+  if (len >= sizeof prefix)
+    return NULL;
+  memcpy(prefix, path, len + 1);
+  /* The deepest ancestor in the cache. */
+  for (char *slash = strrchr(prefix, '/'); slash && slash != prefix; slash = strrchr(prefix, '/')) {
+    *slash = '\0';
+    if ((idx = cache_index(c, prefix)) >= 0)
+      break;
+  }
+  if (idx < 0)
+    return NULL;
+  size_t done = strlen(prefix);
+  snprintf(real, sizeof real, "%s", c->out[idx]);
+  while (path[done] == '/') {
+    const char *name = path + done + 1;
+    size_t n = strcspn(name, "/");
+    char comp[NAME_MAX + 1];
+    if (n == 0 || n > NAME_MAX || (n == 1 && name[0] == '.') ||
+        (n == 2 && name[0] == '.' && name[1] == '.'))
+      return NULL;
+    memcpy(comp, name, n);
+    comp[n] = '\0';
+    c->list[idx].lookups++; /* walked into: worth reading at once */
+    int found = listing_find(c, (size_t)idx, comp);
+    size_t rlen = strlen(real);
+    if (found < 0 || rlen + n + 2 > sizeof real)
+      return NULL;
+    snprintf(real + rlen, sizeof real - rlen, "%s%s", strcmp(real, "/") == 0 ? "" : "/", comp);
+    done += n + 1;
+    if (found == 0 || path[done] == '\0') { /* missing: the rest as written */
+      size_t need = strlen(real) + strlen(path + done) + 1;
+      char *out = malloc(need);
+      if (out)
+        snprintf(out, need, "%s%s", real, path + done);
+      return out;
+    }
+    /* A directory on the way: known from here on. */
+    memcpy(prefix, path, done);
+    prefix[done] = '\0';
+    char tmp[PATH_MAX];
+    if (!resolve_parent(prefix, tmp, c) || (idx = cache_index(c, prefix)) < 0)
+      return NULL;
+    snprintf(real, sizeof real, "%s", tmp);
+  }
+  return NULL;
+}
+
+/* Does `path` (a real path) exist?  From its parent's listing when that
+ * was read, else by looking. */
+static bool path_exists(struct resolve_cache *c, const char *path) {
+  const char *slash = strrchr(path, '/');
+  for (size_t i = 0; slash && slash != path && i < c->n; i++) {
+    size_t n = (size_t)(slash - path);
+    if (c->list[i].state != 1 || strlen(c->out[i]) != n || strncmp(c->out[i], path, n) != 0)
+      continue;
+    struct listed key = {slash + 1, 0};
+    return bsearch(&key, c->list[i].by_name, c->list[i].n, sizeof key, by_name) != NULL;
+  }
+  struct stat st;
+  return lstat(path, &st) == 0;
+}
+
+static ssize_t cache_index(const struct resolve_cache *c, const char *path) {
+  for (size_t i = 0; c && i < c->n; i++)
+    if (strcmp(c->in[i], path) == 0)
+      return (ssize_t)i;
+  return -1;
+}
+
 static void resolve_cache_free(struct resolve_cache *c) {
-  for (size_t i = 0; i < c->n; i++)
+  for (size_t i = 0; i < c->n; i++) {
     free(c->in[i]), free(c->out[i]);
-  c->n = 0;
+    free(c->list[i].names), free(c->list[i].by_name);
+    memset(&c->list[i], 0, sizeof c->list[i]);
+  }
+  for (size_t i = 0; i < c->nmissing; i++)
+    free(c->missing[i]);
+  c->n = c->nmissing = 0;
+}
+
+/* Is `path`, or a directory above it, known to be missing? */
+static bool known_missing(const struct resolve_cache *c, const char *path) {
+  for (size_t i = 0; c && i < c->nmissing; i++) {
+    size_t n = strlen(c->missing[i]);
+    if (strncmp(path, c->missing[i], n) == 0 && (path[n] == '/' || path[n] == '\0'))
+      return true;
+  }
+  return false;
 }
 
 static const char *cache_lookup(const struct resolve_cache *c, const char *path) {
@@ -361,8 +533,14 @@ static bool resolve_parent(const char *path, char out[PATH_MAX], struct resolve_
     snprintf(out, PATH_MAX, "%s", known);
     return true;
   }
-  if (!resolve_existing(path, out))
+  if (known_missing(c, path))
     return false;
+  if (!resolve_existing(path, out)) {
+    char *m = errno == ENOENT && c && c->nmissing < ARRAY_SIZE(c->missing) ? strdup(path) : NULL;
+    if (m)
+      c->missing[c->nmissing++] = m;
+    return false;
+  }
   if (c && c->n < ARRAY_SIZE(c->in)) {
     char *in = strdup(path), *o = strdup(out);
     if (in && o) {
@@ -397,26 +575,16 @@ static char *resolve_cached(const char *path, struct resolve_cache *cache, corra
     error_set(err, -ENAMETOOLONG, ENAMETOOLONG, "path `%s`: too long", path);
     return NULL;
   }
-  /* A plain name in a parent already resolved: if it is missing or no
-   * symlink, the parent's resolution and the name are the answer (one
-   * lstat instead of resolving the whole path again). */
-  char *last = strrchr(buf, '/');
-  if (cache && last && last != buf && last[1] && strcmp(last + 1, ".") != 0 &&
-      strcmp(last + 1, "..") != 0) {
-    *last = '\0';
-    const char *parent = cache_lookup(cache, buf);
-    *last = '/';
-    struct stat st;
-    if (parent && (lstat(buf, &st) < 0 ? errno == ENOENT : !S_ISLNK(st.st_mode))) {
-      size_t need = strlen(parent) + strlen(last) + 1;
-      char *out = malloc(need);
-      if (out)
-        snprintf(out, need, "%s%s", strcmp(parent, "/") == 0 ? "" : parent, last);
-      return out;
-    }
-  }
+  /* Below a directory already resolved, each further component is looked
+   * up in that directory's listing: a missing one ends the walk (the rest
+   * is as written), one that is no symlink extends the resolved path.
+   * Most stores share a few parents (HOME, its .config), so this costs a
+   * directory read or two instead of a lookup per path. */
+  char *known = cache ? walk_listed(cache, buf) : NULL;
+  if (known)
+    return known;
   char real[PATH_MAX];
-  if (resolve_existing(buf, real))
+  if (!known_missing(cache, buf) && resolve_existing(buf, real))
     return strdup(real);
   /* Not there (yet): resolve the longest existing ancestor, keep the rest
    * (so a store under a symlinked HOME gets its real path even before it
@@ -446,7 +614,9 @@ static int add_resolved(struct path_list *l, const char *p, struct resolve_cache
   char *r = resolve_cached(p, cache, err);
   if (!r)
     return err ? err->code : -EINVAL;
-  int rc = path_list_has(l, r) ? 0 : path_list_add(l, r);
+  /* With a cache (profile_resolve, which adds well over a hundred paths)
+   * duplicates go after sorting, not by a search per path. */
+  int rc = !cache && path_list_has(l, r) ? 0 : path_list_add(l, r);
   free(r);
   return rc < 0 ? error_set(err, rc, -rc, "out of memory") : 0;
 }
@@ -943,6 +1113,23 @@ static int by_length(const void *a, const void *b) {
   return la < lb ? -1 : la > lb ? 1 : strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* Sorted by length (outer roots before inner ones: mounts are applied in
+ * this order), each path once. */
+static void sort_unique(struct path_list *l) {
+  if (l->n < 2)
+    return;
+  qsort(l->v, l->n, sizeof(char *), by_length);
+  size_t kept = 1;
+  for (size_t i = 1; i < l->n; i++) {
+    if (strcmp(l->v[i], l->v[kept - 1]) == 0)
+      free(l->v[i]);
+    else
+      l->v[kept++] = l->v[i];
+  }
+  l->n = kept;
+  l->v[kept] = NULL;
+}
+
 int profile_resolve(const corral_policy *p, char *const *roots, size_t nroots, struct profile *pr,
                     corral_error *err) {
   int r = 0;
@@ -999,7 +1186,6 @@ int profile_resolve(const corral_policy *p, char *const *roots, size_t nroots, s
   }
   for (size_t i = 0; i < L[CORRAL_POLICY_SENSITIVE_ENV].n && r == 0; i++)
     r = path_list_add(&pr->sensitive_env, L[CORRAL_POLICY_SENSITIVE_ENV].v[i]);
-  resolve_cache_free(&cache);
   pr->restricted_read = !path_list_has(&pr->read_roots, "/");
   for (size_t i = 0; i < ARRAY_SIZE(platform_candidates) && r == 0; i++) {
     struct stat st;
@@ -1007,15 +1193,19 @@ int profile_resolve(const corral_policy *p, char *const *roots, size_t nroots, s
       r = path_list_add(&pr->platform_roots, platform_candidates[i]);
   }
   if (r < 0) {
+    resolve_cache_free(&cache);
     profile_free(pr);
     return err && err->code ? err->code : error_set(err, r, -r, "resolving the policy");
   }
   /* Outer roots before inner ones: mounts are applied in this order. */
   struct path_list *sorted[] = {&pr->write_roots, &pr->deny_write, &pr->deny_read,
-                                 &pr->allow_read};
+                                 &pr->allow_read, &pr->read_roots, &pr->hidden_sockets};
   for (size_t i = 0; i < ARRAY_SIZE(sorted); i++)
-    if (sorted[i]->n > 1)
-      qsort(sorted[i]->v, sorted[i]->n, sizeof(char *), by_length);
+    sort_unique(sorted[i]);
+  if (pr->deny_read.n && (pr->deny_exists = calloc(pr->deny_read.n, sizeof(bool))))
+    for (size_t i = 0; i < pr->deny_read.n; i++)
+      pr->deny_exists[i] = path_exists(&cache, pr->deny_read.v[i]);
+  resolve_cache_free(&cache);
   return 0;
 }
 
@@ -1023,6 +1213,8 @@ void profile_free(struct profile *pr) {
   path_list_free(&pr->read_roots);
   path_list_free(&pr->write_roots);
   path_list_free(&pr->deny_read);
+  free(pr->deny_exists);
+  pr->deny_exists = NULL;
   path_list_free(&pr->deny_write);
   path_list_free(&pr->pinned);
   path_list_free(&pr->hidden_sockets);

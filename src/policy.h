@@ -34,6 +34,10 @@ struct profile {
   struct path_list read_roots;
   struct path_list write_roots;  /* sorted, outer before inner */
   struct path_list deny_read;
+  /* Which deny-read paths existed when the profile was resolved (from the
+   * listings read then), so that the sandbox's setup need not look at each
+   * again; NULL when unknown. */
+  bool *deny_exists;
   struct path_list deny_write;
   struct path_list pinned;       /* bound onto themselves: no rename, no removal */
   struct path_list hidden_sockets; /* daemons that would act outside: masked */
