@@ -6,10 +6,10 @@
  *   1. (network denied) a child of init makes a private network namespace
  *      with loopback up while init goes on with 2-4, and init joins it
  *      after 4 (not after 5: Landlock forbids reaching into the child);
- *      then the child hides itself (not dumpable, like init) and, with
- *      restricted reads, detaches the old root (left by pivot_root) while
- *      init goes on with 5 and 6; init waits for that before the command
- *      runs;
+ *      the child hides itself first (not dumpable, like init) and hands
+ *      over the namespaces as descriptors; with restricted reads it then
+ *      detaches the old root (left by pivot_root) while init goes on with
+ *      5 and 6, and init waits for that before the command runs;
  *   2. what needs no uid/gid maps: the mount sources cloned, the bounding
  *      set emptied, seccomp (compiled by the build, seccomp.c) loaded — its
  *      rules refuse nothing the setup does;
@@ -51,7 +51,7 @@ static int linux_init_setup(const launch_plan *plan, int report_fd) {
       mounts_apply(lp, !helper, report_fd) < 0 ||
       (helper && ns_net_join_apply(pivot, report_fd) < 0) ||
       landlock_apply(lp, true, report_fd) < 0 || ns_drop_privileges_apply(report_fd) < 0 ||
-      (helper && ns_net_finish_apply(report_fd) < 0))
+      (helper && pivot && ns_net_detached_apply(report_fd) < 0))
     return -1;
   return 0;
 }

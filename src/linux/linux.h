@@ -65,12 +65,11 @@ unsigned long ns_clone_flags(bool network_allow);
 int ns_write_id_maps_apply(uid_t uid, gid_t gid, int report_fd);
 /* A private network namespace with loopback up: begun by init before the
  * uid/gid maps, joined after the mounts.  With hand_over, the child also
- * detaches the old root (after mounts_apply(..., false)).
- * ns_net_finish_apply waits for the child to be hidden (and done), before
- * the command runs. */
+ * detaches the old root (after mounts_apply(..., false));
+ * ns_net_detached_apply waits for that. */
 int ns_net_begin_apply(int report_fd);
 int ns_net_join_apply(bool hand_over, int report_fd);
-int ns_net_finish_apply(int report_fd);
+int ns_net_detached_apply(int report_fd);
 int ns_drop_bounding_apply(int report_fd);
 int ns_drop_privileges_apply(int report_fd); /* after ns_drop_bounding_apply */
 /* Why the namespace adapter cannot work here, cheaply (no fork): "" when

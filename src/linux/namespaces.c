@@ -12,6 +12,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
@@ -86,18 +87,19 @@ static int loopback_up(void) {
 /* A network namespace takes the kernel about half a millisecond to make
  * (loopback, its sysctls, every protocol's per-namespace state), as long
  * as all of init's filesystem work.  So init has a child make it while it
- * builds the filesystem, on the other CPU, and then joins it through the
- * child's pidfd.  The child stays until init has joined (the namespace
- * needs a holder) and dies with init.  Init's own memory, so no malloc. */
+ * builds the filesystem, on the other CPU, and then joins it.  The child
+ * is a copy of init, itself a copy of the supervisor: it hides itself
+ * (launch_hide_self) before anything else, and hands init the namespaces
+ * as descriptors (SCM_RIGHTS; a pidfd's setns would need it dumpable),
+ * which keep them alive after it exits.  Init's own memory, no malloc. */
 static struct {
-  int pidfd; /* the child's */
-  int ready; /* read end: the child's struct net_result */
-  int hold;  /* write end: closing it lets the child exit */
-} net = {-1, -1, -1};
+  int ready; /* socket: the child's struct net_result, with the namespaces */
+  int hold;  /* write end: 'd' asks for the detach; closing lets the child exit */
+} net = {-1, -1};
 
 struct net_result {
   int err;
-  char step; /* 'n' the namespace, 'l' its loopback, 'h' hidden, 'd' hidden and detached */
+  char step; /* 'h' hiding, 'n' the namespace, 'l' its loopback, 'o' opening it, 'd' the detach */
 };
 
 static ssize_t read_byte(int fd, char *c) {
@@ -107,15 +109,37 @@ static ssize_t read_byte(int fd, char *c) {
   return n;
 }
 
-/* After the namespace and init's join (which needs the child still
- * dumpable: a pidfd's setns is a ptrace-mode access), the child hides
- * itself — a copy of init, which is a copy of the supervisor — and with
- * 'd' (only a restricted root is pivoted into) detaches the old root that
- * init's pivot_root left on top of the new one: an unmount waits for an
- * RCU grace period, and init drops its privileges meanwhile.  Init waits
- * for this answer before the command runs. */
+/* One result, and with it (when given) two descriptors. */
+static bool send_result(int sock, const struct net_result *res, const int fds[2]) {
+  union {
+    struct cmsghdr h;
+    char buf[CMSG_SPACE(2 * sizeof(int))];
+  } u;
+  struct iovec iov = {(void *)res, sizeof *res};
+  struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+  if (fds) {
+    memset(&u, 0, sizeof u);
+    msg.msg_control = u.buf;
+    msg.msg_controllen = sizeof u.buf;
+    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(2 * sizeof(int));
+    memcpy(CMSG_DATA(c), fds, 2 * sizeof(int));
+  }
+  ssize_t n;
+  while ((n = sendmsg(sock, &msg, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+    ;
+  return n == sizeof *res;
+}
+
+/* After the namespace, the child takes one more step off init's path when
+ * asked ('d'; only a restricted root is pivoted into): detaching the old
+ * root that init's pivot_root left on top of the new one.  An unmount
+ * waits for an RCU grace period; init drops its privileges meanwhile, and
+ * waits for this before the command runs. */
 static _Noreturn void net_child(int ready, int hold) {
-  /* Nothing of init's but the two pipes: not the command's output pipes
+  /* Nothing of init's but its two ends: not the command's output pipes
    * (their EOF must not wait for this child), not the report pipe. */
   unsigned lo = (unsigned)(ready < hold ? ready : hold), hi = (unsigned)(ready < hold ? hold : ready);
   if (lo > 0)
@@ -124,18 +148,23 @@ static _Noreturn void net_child(int ready, int hold) {
     syscall(SYS_close_range, lo + 1, hi - 1, 0U);
   syscall(SYS_close_range, hi + 1, ~0U, 0U);
   struct net_result res = {0, 0};
-  if (unshare(ALONGSIDE) < 0)
+  int fds[2] = {-1, -1};
+  if (launch_hide_self() < 0)
+    res = (struct net_result){errno, 'h'};
+  else if (unshare(ALONGSIDE) < 0)
     res = (struct net_result){errno, 'n'};
   else if (loopback_up() < 0)
     res = (struct net_result){errno, 'l'};
+  else if ((fds[0] = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC)) < 0 ||
+           (fds[1] = open("/proc/self/ns/ipc", O_RDONLY | O_CLOEXEC)) < 0)
+    res = (struct net_result){errno, 'o'};
   char c;
-  if (write(ready, &res, sizeof res) == sizeof res && !res.err && read_byte(hold, &c) == 1) {
-    res = (struct net_result){0, 'h'};
-    if (launch_hide_self() < 0)
+  if (send_result(ready, &res, res.err ? NULL : fds) && !res.err && read_byte(hold, &c) == 1) {
+    res = (struct net_result){0, 'd'};
+    /* pivot_root made the new root this process's root too. */
+    if (chdir("/") < 0 || umount2(".", MNT_DETACH) < 0)
       res.err = errno;
-    else if (c == 'd' && (res.step = 'd', chdir("/") < 0 || umount2(".", MNT_DETACH) < 0))
-      res.err = errno; /* pivot_root made the new root this process's root too */
-    if (write(ready, &res, sizeof res) == sizeof res)
+    if (send_result(ready, &res, NULL))
       read_byte(hold, &c);
   }
   _exit(0);
@@ -156,14 +185,14 @@ static void move_off_this_cpu(pid_t pid) {
 
 int ns_net_begin_apply(int report_fd) {
   int r[2], h[2];
-  if (pipe2(r, O_CLOEXEC) < 0)
-    return setup_failed(report_fd, errno, "network: pipe for `%s`", "the namespace helper");
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, r) < 0)
+    return setup_failed(report_fd, errno, "network: socket for `%s`", "the namespace helper");
   if (pipe2(h, O_CLOEXEC) < 0) {
     int e = errno;
     close(r[0]), close(r[1]);
     return setup_failed(report_fd, e, "network: pipe for `%s`", "the namespace helper");
   }
-  pid_t pid = launch_clone3(0, &net.pidfd);
+  pid_t pid = launch_clone3(0, NULL);
   if (pid == 0) {
     prctl(PR_SET_PDEATHSIG, SIGKILL); /* and the pid namespace ends with init */
     close(r[0]), close(h[1]);
@@ -182,45 +211,69 @@ int ns_net_begin_apply(int report_fd) {
   return 0;
 }
 
-/* The child's next answer: 0, or the errno of a failed or short read. */
-static int next_answer(struct net_result *res) {
+/* The child's next answer (and the descriptors that came with it, or -1):
+ * 0, or the errno of a failed or short read. */
+static int next_answer(struct net_result *res, int fds[2]) {
+  union {
+    struct cmsghdr h;
+    char buf[CMSG_SPACE(2 * sizeof(int))];
+  } u;
+  struct iovec iov = {res, sizeof *res};
+  struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+                       .msg_controllen = sizeof u.buf};
   ssize_t n;
+  fds[0] = fds[1] = -1;
   do
-    n = read(net.ready, res, sizeof *res);
+    n = recvmsg(net.ready, &msg, MSG_CMSG_CLOEXEC);
   while (n < 0 && errno == EINTR);
+  struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&msg) : NULL;
+  if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+      c->cmsg_len == CMSG_LEN(2 * sizeof(int)))
+    memcpy(fds, CMSG_DATA(c), 2 * sizeof(int));
   return n == sizeof *res ? 0 : n < 0 ? errno : EPIPE;
 }
 
 int ns_net_join_apply(bool hand_over, int report_fd) {
   struct net_result res;
-  int e = next_answer(&res), r = 0;
+  int fds[2], e = next_answer(&res, fds), r = 0;
+  static const char *const steps[] = {"network: hide `%s`", "network: new namespace%s",
+                                      "network: bring up `lo`%s", "network: open `%s`"};
   if (e)
     r = setup_failed(report_fd, e, "network: `%s` ended early", "the namespace helper");
   else if (res.err)
     r = setup_failed(report_fd, res.err,
-                     res.step == 'n' ? "network: new namespace%s" : "network: bring up `lo`%s", "");
-  else if (setns(net.pidfd, ALONGSIDE) < 0)
+                     steps[res.step == 'h' ? 0 : res.step == 'n' ? 1 : res.step == 'l' ? 2 : 3],
+                     res.step == 'h' ? "the namespace helper"
+                     : res.step == 'o' ? "/proc/self/ns" : "");
+  else if (fds[0] < 0 || fds[1] < 0)
+    r = setup_failed(report_fd, EPROTO, "network: no namespace from `%s`", "the namespace helper");
+  else if (setns(fds[0], CLONE_NEWNET) < 0 || setns(fds[1], CLONE_NEWIPC) < 0)
     r = setup_failed(report_fd, errno, "network: join the private namespace%s", "");
-  else if (write(net.hold, hand_over ? "d" : "h", 1) != 1)
-    r = setup_failed(report_fd, errno, "network: hand over to `%s`", "the namespace helper");
-  close(net.pidfd);
+  else if (hand_over && write(net.hold, "d", 1) != 1)
+    r = setup_failed(report_fd, errno, "mounts: hand over `%s`", "the old root");
+  for (int i = 0; i < 2; i++)
+    if (fds[i] >= 0)
+      close(fds[i]);
+  if (!hand_over) {
+    close(net.ready);
+    close(net.hold); /* the child exits; init reaps it with the rest */
+  }
   return r;
 }
 
-int ns_net_finish_apply(int report_fd) {
+int ns_net_detached_apply(int report_fd) {
   struct net_result res;
-  int e = next_answer(&res);
+  int fds[2], e = next_answer(&res, fds);
   close(net.ready);
   close(net.hold); /* the child exits; init reaps it with the rest */
-  if (e || (res.step != 'd' && res.step != 'h'))
-    return setup_failed(report_fd, e ? e : EPROTO, "network: `%s` did not answer",
-                        "the namespace helper");
+  if (e || res.step != 'd')
+    return setup_failed(report_fd, e ? e : EPROTO, "mounts: detach `%s`: no answer",
+                        "the old root");
   if (res.err)
-    return setup_failed(report_fd, res.err,
-                        res.step == 'd' ? "mounts: detach `%s`" : "network: hide `%s`",
-                        res.step == 'd' ? "the old root" : "the namespace helper");
+    return setup_failed(report_fd, res.err, "mounts: detach `%s`", "the old root");
   return 0;
 }
+
 static bool has_effective(int cap) {
   struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
   struct __user_cap_data_struct data[2];
