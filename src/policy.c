@@ -352,7 +352,9 @@ static bool cat3(char *dst, size_t size, const char *a, const char *b, const cha
 struct resolve_cache {
   size_t n, nmissing;
   char *in[32], *out[32];
-  char *missing[32]; /* directories found missing: nothing below them exists */
+  /* Found missing: nothing below them exists.  A hash set (open
+   * addressing; a full set just forgets), asked once per ancestor. */
+  char *missing[256];
   /* The entries of in[i], read once when a second name is looked up in
    * it: a hundred stores in HOME cost one directory read, not a hundred
    * lstats.  NUL-separated names; types from getdents. */
@@ -364,6 +366,10 @@ struct resolve_cache {
     size_t n;
   } list[32];
 };
+
+static bool known_missing(const struct resolve_cache *c, const char *path);
+static void remember_missing(struct resolve_cache *c, const char *path, size_t len);
+static size_t missing_slot(const struct resolve_cache *c, const char *path, size_t len);
 
 #define LISTING_MAX 4096 /* entries; a bigger directory is looked at by name */
 
@@ -474,6 +480,8 @@ static char *walk_listed(struct resolve_cache *c, const char *path) {
       real[rlen++] = '/';
     memcpy(real + rlen, comp, n + 1);
     done += n + 1;
+    if (found == 0 && path[done] != '\0')
+      remember_missing(c, real, strlen(real)); /* what is below it is known too */
     if (found == 0 || path[done] == '\0') { /* missing: the rest as written */
       size_t need = strlen(real) + strlen(path + done) + 1;
       char *out = malloc(need);
@@ -505,6 +513,21 @@ static bool path_exists(struct resolve_cache *c, const char *path) {
   return lstat(path, &st) == 0;
 }
 
+/* 0 when `path` exists, else the length of the prefix that names its
+ * first missing component (the shortest ancestor known to be missing, or
+ * the path itself). */
+static size_t missing_from(struct resolve_cache *c, const char *path) {
+  for (const char *p = path + 1;; p++)
+    if (*p == '/' || *p == '\0') {
+      size_t i = missing_slot(c, path, (size_t)(p - path));
+      if (i != SIZE_MAX && c->missing[i])
+        return (size_t)(p - path);
+      if (!*p)
+        break;
+    }
+  return path_exists(c, path) ? 0 : strlen(path);
+}
+
 static ssize_t cache_index(const struct resolve_cache *c, const char *path) {
   for (size_t i = 0; c && i < c->n; i++)
     if (strcmp(c->in[i], path) == 0)
@@ -518,19 +541,48 @@ static void resolve_cache_free(struct resolve_cache *c) {
     free(c->list[i].names), free(c->list[i].by_name);
     memset(&c->list[i], 0, sizeof c->list[i]);
   }
-  for (size_t i = 0; i < c->nmissing; i++)
+  for (size_t i = 0; i < ARRAY_SIZE(c->missing); i++) {
     free(c->missing[i]);
+    c->missing[i] = NULL;
+  }
   c->n = c->nmissing = 0;
 }
 
 /* Is `path`, or a directory above it, known to be missing? */
-static bool known_missing(const struct resolve_cache *c, const char *path) {
-  for (size_t i = 0; c && i < c->nmissing; i++) {
-    size_t n = strlen(c->missing[i]);
-    if (strncmp(path, c->missing[i], n) == 0 && (path[n] == '/' || path[n] == '\0'))
-      return true;
+/* The slot of path[0..len) in the missing set: where it is, or the empty
+ * one where it would go (SIZE_MAX: the set is full). */
+static size_t missing_slot(const struct resolve_cache *c, const char *path, size_t len) {
+  uint32_t h = 2166136261u;
+  for (size_t i = 0; i < len; i++)
+    h = (h ^ (unsigned char)path[i]) * 16777619u;
+  for (size_t k = 0; k < ARRAY_SIZE(c->missing); k++) {
+    size_t i = (h + k) % ARRAY_SIZE(c->missing);
+    const char *m = c->missing[i];
+    if (!m || (strncmp(m, path, len) == 0 && m[len] == '\0'))
+      return i;
   }
-  return false;
+  return SIZE_MAX;
+}
+
+static void remember_missing(struct resolve_cache *c, const char *path, size_t len) {
+  size_t i = missing_slot(c, path, len);
+  if (i != SIZE_MAX && !c->missing[i] && c->nmissing < ARRAY_SIZE(c->missing) / 2)
+    if ((c->missing[i] = strndup(path, len)))
+      c->nmissing++;
+}
+
+/* Is `path`, or a directory above it, known to be missing? */
+static bool known_missing(const struct resolve_cache *c, const char *path) {
+  if (!c || !c->nmissing)
+    return false;
+  for (const char *p = path + 1;; p++)
+    if (*p == '/' || *p == '\0') {
+      size_t i = missing_slot(c, path, (size_t)(p - path));
+      if (i != SIZE_MAX && c->missing[i])
+        return true;
+      if (!*p)
+        return false;
+    }
 }
 
 static const char *cache_lookup(const struct resolve_cache *c, const char *path) {
@@ -549,9 +601,8 @@ static bool resolve_parent(const char *path, char out[PATH_MAX], struct resolve_
   if (known_missing(c, path))
     return false;
   if (!resolve_existing(path, out)) {
-    char *m = errno == ENOENT && c && c->nmissing < ARRAY_SIZE(c->missing) ? strdup(path) : NULL;
-    if (m)
-      c->missing[c->nmissing++] = m;
+    if (errno == ENOENT && c)
+      remember_missing(c, path, strlen(path));
     return false;
   }
   if (c && c->n < ARRAY_SIZE(c->in)) {
@@ -876,7 +927,7 @@ static bool caller_can_read(const char *path) {
   struct stat st;
   if (faccessat(AT_FDCWD, path, R_OK, AT_EACCESS) == 0)
     return true;
-  return stat(path, &st) == 0 && S_ISDIR(st.st_mode) &&
+  return errno != ENOENT && stat(path, &st) == 0 && S_ISDIR(st.st_mode) &&
          faccessat(AT_FDCWD, path, X_OK, AT_EACCESS) == 0;
 }
 
@@ -1216,19 +1267,28 @@ int profile_resolve(const corral_policy *p, char *const *roots, size_t nroots, s
                                  &pr->allow_read, &pr->read_roots, &pr->hidden_sockets};
   for (size_t i = 0; i < ARRAY_SIZE(sorted); i++)
     sort_unique(sorted[i]);
-  if (pr->deny_read.n && (pr->deny_exists = calloc(pr->deny_read.n, sizeof(bool))))
+  if (pr->deny_read.n && (pr->deny_missing = calloc(pr->deny_read.n, sizeof(size_t))))
     for (size_t i = 0; i < pr->deny_read.n; i++)
-      pr->deny_exists[i] = path_exists(&cache, pr->deny_read.v[i]);
+      pr->deny_missing[i] = missing_from(&cache, pr->deny_read.v[i]);
   resolve_cache_free(&cache);
   return 0;
+}
+
+void profile_created(struct profile *pr, const char *path) {
+  for (size_t i = 0; pr->deny_missing && i < pr->deny_read.n; i++) {
+    size_t m = pr->deny_missing[i];
+    if (m && m != SIZE_MAX && strncmp(path, pr->deny_read.v[i], m) == 0 &&
+        (path[m] == '/' || path[m] == '\0'))
+      pr->deny_missing[i] = SIZE_MAX;
+  }
 }
 
 void profile_free(struct profile *pr) {
   path_list_free(&pr->read_roots);
   path_list_free(&pr->write_roots);
   path_list_free(&pr->deny_read);
-  free(pr->deny_exists);
-  pr->deny_exists = NULL;
+  free(pr->deny_missing);
+  pr->deny_missing = NULL;
   path_list_free(&pr->deny_write);
   path_list_free(&pr->pinned);
   path_list_free(&pr->hidden_sockets);

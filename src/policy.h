@@ -34,10 +34,12 @@ struct profile {
   struct path_list read_roots;
   struct path_list write_roots;  /* sorted, outer before inner */
   struct path_list deny_read;
-  /* Which deny-read paths existed when the profile was resolved (from the
-   * listings read then), so that the sandbox's setup need not look at each
-   * again; NULL when unknown. */
-  bool *deny_exists;
+  /* For each deny-read path, as the profile's resolution found it (from
+   * the directory listings read then), so that the sandbox's setup need
+   * not look again: 0 when it exists, else the length of its first missing
+   * component's prefix, SIZE_MAX when it is to be looked at again
+   * (profile_created).  NULL when unknown. */
+  size_t *deny_missing;
   struct path_list deny_write;
   struct path_list pinned;       /* bound onto themselves: no rename, no removal */
   struct path_list hidden_sockets; /* daemons that would act outside: masked */
@@ -48,6 +50,9 @@ struct profile {
 };
 
 corral_policy *policy_copy(const corral_policy *p);
+/* The supervisor made directory `path` after resolving the profile (the
+ * runtime directory): what deny_missing says about it is stale. */
+void profile_created(struct profile *pr, const char *path);
 /* $XDG_CONFIG_HOME, else ~/.config; and the user's policy file in it.
  * false when there is no home directory either. */
 bool user_config_dir(char *out, size_t size);

@@ -74,6 +74,7 @@ int linux_plan_prepare(const corral_policy *policy, const struct sock_fprog *sec
   if ((r = runtime_acquire(req->workspace_roots[0],
                            &lp->profile.write_roots, &lp->runtime, err)) < 0)
     return r;
+  profile_created(&lp->profile, lp->runtime.root);
   if (path_list_add(&lp->profile.write_roots, lp->runtime.root) < 0 ||
       environment_prepare(&plan->envp, &plan->envc, &lp->profile, backend, lp->runtime.root) < 0)
     return error_set(err, -ENOMEM, ENOMEM, "out of memory");
@@ -103,6 +104,8 @@ static int linux_prepare(corral_adapter *ad, const corral_request *req, launch_p
   plan->clone_flags = ns_clone_flags(lp->profile.network_allow);
   lp->mask_cache_usable =
       runtime_mask_cache(lp->mask_cache, sizeof lp->mask_cache, &lp->profile.write_roots);
+  if (lp->mask_cache[0])
+    profile_created(&lp->profile, lp->mask_cache);
   plan->init_setup = linux_init_setup;
   if (enforcement_set(enf, "linux", CORRAL_LEVEL_NATIVE, NULL) < 0)
     return error_set(err, -ENOMEM, ENOMEM, "out of memory");

@@ -250,15 +250,23 @@ static struct denied {
  * HOME, its .config — which are then looked at once, not once per path.
  * `path` must outlive the setup (the profile's strings, parents[]). */
 static struct {
-  const char *path;
+  const char *path; /* NULL: a free slot */
   size_t len;
   bool exists;
   mode_t mode;
-} stat_seen[128];
+} stat_seen[512]; /* open addressing; filled at most half */
 static size_t nstat_seen;
 
+static uint64_t fnv(uint64_t h, const void *p, size_t n) {
+  for (const unsigned char *c = p; n--; c++)
+    h = (h ^ *c) * 1099511628211ULL;
+  return h;
+}
+#define FNV_START 14695981039346656037ULL
+
 static bool stat_prefix(const char *path, size_t len, mode_t *mode) {
-  for (size_t i = 0; i < nstat_seen; i++)
+  size_t i = fnv(FNV_START, path, len) % ARRAY_SIZE(stat_seen);
+  for (; stat_seen[i].path; i = (i + 1) % ARRAY_SIZE(stat_seen))
     if (stat_seen[i].len == len && memcmp(stat_seen[i].path, path, len) == 0) {
       *mode = stat_seen[i].mode;
       return stat_seen[i].exists;
@@ -268,12 +276,15 @@ static bool stat_prefix(const char *path, size_t len, mode_t *mode) {
   snprintf(probe, sizeof probe, "%s%.*s", newroot, (int)len, path);
   bool exists = lstat(probe, &st) == 0;
   *mode = exists ? st.st_mode : 0;
-  if (nstat_seen < ARRAY_SIZE(stat_seen))
-    stat_seen[nstat_seen++] = (__typeof__(stat_seen[0])){path, len, exists, *mode};
+  if (nstat_seen < ARRAY_SIZE(stat_seen) / 2) {
+    stat_seen[i] = (__typeof__(stat_seen[0])){path, len, exists, *mode};
+    nstat_seen++;
+  }
   return exists;
 }
 
 static void probe_denied(const struct profile *pr) {
+  memset(stat_seen, 0, sizeof stat_seen);
   nstat_seen = 0;
   for (size_t i = 0; i < pr->deny_read.n; i++) {
     const char *path = pr->deny_read.v[i];
@@ -281,12 +292,21 @@ static void probe_denied(const struct profile *pr) {
     char probe[PATH_MAX];
     struct stat st;
     mode_t mode;
-    in_root(probe, path);
     d->viewed = false;
-    /* In place the paths are the host's, as the supervisor saw them. */
-    d->exists = !newroot[0] && pr->deny_exists ? pr->deny_exists[i] : lstat(probe, &st) == 0;
     d->missing_len = strlen(path);
-    d->parent_len = (size_t)(strrchr(path, '/') - path);
+    /* In place the paths are the host's, as the supervisor saw them; the
+     * parent found is still looked at below (once per directory). */
+    if (!newroot[0] && pr->deny_missing && pr->deny_missing[i] != SIZE_MAX) {
+      d->exists = pr->deny_missing[i] == 0;
+      if (!d->exists && pr->deny_missing[i] <= d->missing_len)
+        d->missing_len = pr->deny_missing[i];
+    } else {
+      in_root(probe, path);
+      d->exists = lstat(probe, &st) == 0;
+    }
+    d->parent_len = d->missing_len;
+    while (d->parent_len > 0 && path[--d->parent_len] != '/')
+      ;
     while (!d->exists && d->parent_len > 0 && !stat_prefix(path, d->parent_len, &mode)) {
       d->missing_len = d->parent_len;
       while (--d->parent_len > 0 && path[d->parent_len] != '/')
@@ -301,7 +321,9 @@ static char parents[64][PATH_MAX], view_mask[64][PATH_MAX];
 static size_t np;
 
 static void parent_of(const char *path, const struct denied *d, char *out) {
-  snprintf(out, PATH_MAX, "%.*s", d->parent_len ? (int)d->parent_len : 1, path);
+  size_t n = d->parent_len ? d->parent_len : 1;
+  memcpy(out, path, n);
+  out[n] = '\0';
 }
 
 /* An unreadable empty file over `path` (a denied file, a daemon's socket:
@@ -472,12 +494,14 @@ static int add_whiteout(const char *mask, const char *view, const char *missing,
  * ones whose nearest existing parent lies in it (one that exists is masked
  * by deny_read()); `*missing` is set to the part to white out. */
 static bool whited_out(const char *view, size_t i, const struct profile *pr, char *missing) {
-  char parent[PATH_MAX];
   const char *path = pr->deny_read.v[i];
-  parent_of(path, &denied[i], parent);
-  if (denied[i].exists || !denied[i].parent_len || !path_is_under(parent, view))
+  size_t plen = denied[i].parent_len, vlen = strlen(view);
+  /* Its nearest existing parent path[0..plen) lies in the view. */
+  if (denied[i].exists || !plen || plen < vlen || memcmp(path, view, vlen) != 0 ||
+      (plen > vlen && path[vlen] != '/'))
     return false;
-  snprintf(missing, PATH_MAX, "%.*s", (int)denied[i].missing_len, path);
+  memcpy(missing, path, denied[i].missing_len);
+  missing[denied[i].missing_len] = '\0';
   return true;
 }
 
@@ -493,29 +517,22 @@ static int fill_mask(const char *mask, const char *view, const struct profile *p
 
 /* A mask holds nothing but what mask_key() names: the view's mode, and
  * for each whiteout its path and the modes of the directories above it
- * (the real ones', which they merge with).  FNV-1a over that text. */
+ * (the real ones', which they merge with).  FNV-1a over those. */
 static uint64_t mask_key(const char *view, const struct profile *pr) {
-  uint64_t h = 14695981039346656037ULL;
-  char line[PATH_MAX + 32], missing[PATH_MAX];
+  char missing[PATH_MAX];
   mode_t mode;
   stat_prefix(view, strlen(view), &mode);
-  snprintf(line, sizeof line, "%s %o\n", view, mode);
-  for (size_t i = 0;; i++) {
-    for (const char *c = line; *c; c++)
-      h = (h ^ (unsigned char)*c) * 1099511628211ULL;
-    if (i == pr->deny_read.n)
-      return h;
-    line[0] = '\0';
+  uint64_t h = fnv(fnv(FNV_START, view, strlen(view) + 1), &mode, sizeof mode);
+  for (size_t i = 0; i < pr->deny_read.n; i++) {
     if (!whited_out(view, i, pr, missing))
       continue;
-    snprintf(line, sizeof line, "%s", missing);
+    h = fnv(h, missing, strlen(missing) + 1);
     for (char *p = missing + strlen(view) + 1; (p = strchr(p, '/')); p++) {
-      size_t n = strlen(line);
       stat_prefix(pr->deny_read.v[i], (size_t)(p - missing), &mode); /* missing is its prefix */
-      snprintf(line + n, sizeof line - n, " %o", mode);
+      h = fnv(h, &mode, sizeof mode);
     }
-    strncat(line, "\n", sizeof line - strlen(line) - 1);
   }
+  return h;
 }
 
 /* In place, the masks live in the user's cache (`cache`, outside every
