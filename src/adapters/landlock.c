@@ -78,6 +78,12 @@ static int carve(struct path_list *allow, const char *dir, const char *target) {
       snprintf(next, sizeof next, "%s", path);
       continue;
     }
+    /* A symlink needs no rule (what it leads to has its own), and a rule
+     * would be put on whatever it leads to (/dev/stderr: a pipe). */
+    struct stat lst;
+    if (de->d_type == DT_LNK || (de->d_type == DT_UNKNOWN && lstat(path, &lst) == 0 &&
+                                 S_ISLNK(lst.st_mode)))
+      continue;
     r = path_list_add(allow, path);
   }
   closedir(d);
@@ -89,7 +95,25 @@ static int carve(struct path_list *allow, const char *dir, const char *target) {
   return r;
 }
 
-/* The read allow-list, or an empty list when reads need no handling. */
+/* Carves `deny` out of whichever allowed entry of `out` contains it. */
+static int carve_out(struct path_list *out, const char *deny) {
+  for (size_t k = 0; k < out->n; k++) {
+    if (!path_is_under(deny, out->v[k]))
+      continue;
+    char *holder = out->v[k];
+    out->v[k] = out->v[--out->n];
+    out->v[out->n] = NULL;
+    int r = strcmp(holder, deny) != 0 ? carve(out, holder, deny) : 0;
+    free(holder);
+    return r;
+  }
+  return 0;
+}
+
+/* The read allow-list.  Reads are always handled: without a mount
+ * namespace /dev/pts is the host's, and the user's other terminals there
+ * (their keystrokes) are the user's own to read; only the command's own
+ * terminal is added back (landlock_apply). */
 static int compute_read_allow(const struct profile *pr, struct path_list *out) {
   int r = 0;
   if (pr->restricted_read) {
@@ -97,30 +121,18 @@ static int compute_read_allow(const struct profile *pr, struct path_list *out) {
       r = path_list_add(out, pr->platform_roots.v[i]);
     for (size_t i = 0; i < pr->read_roots.n && r == 0; i++)
       r = path_list_add(out, pr->read_roots.v[i]);
-  } else if (pr->deny_read.n > 0) {
-    /* Start from "/" and carve each denied path out of whichever allowed
-     * entry contains it. */
-    r = path_list_add(out, "/");
-    for (size_t i = 0; i < pr->deny_read.n && r == 0; i++) {
-      const char *deny = pr->deny_read.v[i];
-      for (size_t k = 0; k < out->n; k++) {
-        if (!path_is_under(deny, out->v[k]))
-          continue;
-        char *holder = out->v[k];
-        out->v[k] = out->v[--out->n];
-        out->v[out->n] = NULL;
-        if (strcmp(holder, deny) != 0)
-          r = carve(out, holder, deny);
-        free(holder);
-        break;
-      }
-    }
+    if (r == 0)
+      r = path_list_add(out, "/dev");
   } else {
-    return 0;
+    r = path_list_add(out, "/");
   }
+  for (size_t i = 0; i < pr->deny_read.n && r == 0; i++)
+    r = carve_out(out, pr->deny_read.v[i]);
+  if (r == 0)
+    r = carve_out(out, "/dev/pts");
   for (size_t i = 0; i < pr->allow_read.n && r == 0; i++)
     r = path_list_add(out, pr->allow_read.v[i]);
-  static const char *const always[] = {"/dev", "/proc"};
+  static const char *const always[] = {"/proc"};
   for (size_t i = 0; i < ARRAY_SIZE(always) && r == 0; i++)
     r = path_list_add(out, always[i]);
   for (size_t i = 0; i < pr->write_roots.n && r == 0; i++)

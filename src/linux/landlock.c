@@ -110,7 +110,7 @@ int landlock_apply(const struct linux_plan *lp, bool own_dev, int report_fd) {
    * command passes the owner checks of every global entry (the sysctls,
    * sysrq-trigger, irq affinities), so it gets no write under /proc. */
   static const char *const host_dev[] = {"/proc",    "/dev/null", "/dev/zero", "/dev/full",
-                                         "/dev/tty", "/dev/pts",  "/dev/shm"};
+                                         "/dev/tty", "/dev/shm"};
   static const char *const own_dev_rules[] = {"/proc", "/dev", "/dev/shm"};
   const char *const *dev = own_dev ? own_dev_rules : host_dev;
   size_t ndev = own_dev ? ARRAY_SIZE(own_dev_rules) : ARRAY_SIZE(host_dev);
@@ -124,6 +124,16 @@ int landlock_apply(const struct linux_plan *lp, bool own_dev, int report_fd) {
       close(rs);
       return setup_failed(report_fd, errno, "landlock: rule for `%s`", dev[i]);
     }
+  /* Of the host's terminals (landlock-only), the command's own: its
+   * standard streams' (this runs in the command's process). */
+  for (int fd = 0; fd <= 2 && !own_dev; fd++) {
+    char tty[64];
+    if (isatty(fd) && ttyname_r(fd, tty, sizeof tty) == 0 && strncmp(tty, "/dev/", 5) == 0 &&
+        allow(rs, tty, write_file | (reads ? READ_RIGHTS : 0)) < 0) {
+      close(rs);
+      return setup_failed(report_fd, errno, "landlock: rule for `%s`", tty);
+    }
+  }
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
       syscall(SYS_landlock_restrict_self, rs, 0) < 0) {
     int e = errno;

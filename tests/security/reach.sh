@@ -209,6 +209,25 @@ for b in "${backends[@]}"; do
   pgrep -f '^sleep 4477$' >/dev/null && { fail "a setsid process survived"; pkill -f '^sleep 4477$'; } || pass
 done
 
+t "landlock: the user's other terminals are out of reach, the command's own is not"
+python3 -c '
+import os, pty, sys, time
+m, s = pty.openpty()
+open(sys.argv[1], "w").write(os.ttyname(s))
+time.sleep(30)' "$outside/pty" & hostpids+=($!)
+for _ in $(seq 50); do [ -s "$outside/pty" ] && break; sleep 0.05; done
+other=$(cat "$outside/pty")
+out=$(cr landlock -- python3 -c '
+import os, sys
+for flags, what in ((os.O_WRONLY, "WROTE"), (os.O_RDONLY, "READ")):
+    try:
+        fd = os.open(sys.argv[1], flags | os.O_NOCTTY | os.O_NONBLOCK); print(what)
+    except OSError:
+        pass' "$other" 2>&1)
+expect_not_contains "$out" WROTE; expect_not_contains "$out" READ
+out=$(script -qec "\"$CORRAL\" exec --backend landlock ${allows[*]} -- sh -c 'echo own > \$(tty) && echo own-tty-ok'" /dev/null 2>&1)
+expect_contains "$out" own-tty-ok
+
 # --- 4. the caller's keyrings ------------------------------------------
 # A key in the caller's session keyring (joined anew here, so the test
 # owns it) and one in its user keyring: printed, searched, updated or
