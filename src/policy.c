@@ -1094,6 +1094,42 @@ static int add_sockets_in(struct path_list *l, const char *dir, struct resolve_c
   return r;
 }
 
+/* Every socket below `dir`, `depth` levels down; with own_dirs, only
+ * through directories the caller owns (in /tmp, where other users' are
+ * theirs to guard).  At most *budget entries are looked at in all: /tmp
+ * may hold anything. */
+static int add_sockets_below(struct path_list *l, const char *dir, int depth, bool own_dirs,
+                             size_t *budget, struct resolve_cache *cache, corral_error *err) {
+  DIR *d = opendir(dir);
+  if (!d)
+    return 0;
+  int r = 0;
+  struct dirent *de;
+  while (r == 0 && *budget > 0 && (de = readdir(d))) {
+    (*budget)--;
+    if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+      continue;
+    char path[PATH_MAX];
+    if (!cat3(path, sizeof path, dir, "/", de->d_name))
+      continue;
+    unsigned char type = de->d_type;
+    struct stat st;
+    if (type == DT_UNKNOWN || (type == DT_DIR && own_dirs)) {
+      if (lstat(path, &st) < 0)
+        continue;
+      type = S_ISSOCK(st.st_mode) ? DT_SOCK : S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
+      if (type == DT_DIR && own_dirs && st.st_uid != geteuid())
+        continue;
+    }
+    if (type == DT_SOCK)
+      r = add_socket(l, path, cache, err);
+    else if (type == DT_DIR && depth > 0)
+      r = add_sockets_below(l, path, depth - 1, own_dirs, budget, cache, err);
+  }
+  closedir(d);
+  return r;
+}
+
 static int add_daemon_sockets(struct path_list *l, struct resolve_cache *cache,
                               corral_error *err) {
   static const char *const fixed[] = {
@@ -1152,6 +1188,22 @@ static int add_daemon_sockets(struct path_list *l, struct resolve_cache *cache,
   snprintf(path, sizeof path, "/tmp/emacs%u", uid);
   if (r == 0)
     r = add_sockets_in(l, path, cache, err);
+  /* Beyond the names above, every socket where daemons acting as the user
+   * listen: the user's runtime directory (sound, display, agents, buses,
+   * the user's service manager) and the user's own directories in /tmp
+   * (ssh-agent's ssh-XXXX, editors, multiplexers); for root, all of /run,
+   * since every root-owned socket there lets uid 0 in. */
+  size_t budget = 4096;
+  if (run && run[0] == '/')
+    snprintf(path, sizeof path, "%s", run);
+  else
+    snprintf(path, sizeof path, "/run/user/%u", (unsigned)geteuid());
+  if (r == 0)
+    r = add_sockets_below(l, path, 2, false, &budget, cache, err);
+  if (r == 0)
+    r = add_sockets_below(l, "/tmp", 1, true, &budget, cache, err);
+  if (r == 0 && geteuid() == 0)
+    r = add_sockets_below(l, "/run", 3, false, &budget, cache, err);
   return r;
 }
 

@@ -228,6 +228,35 @@ expect_not_contains "$out" WROTE; expect_not_contains "$out" READ
 out=$(script -qec "\"$CORRAL\" exec --backend landlock ${allows[*]} -- sh -c 'echo own > \$(tty) && echo own-tty-ok'" /dev/null 2>&1)
 expect_contains "$out" own-tty-ok
 
+# --- daemons listening where the user's own do --------------------------
+# An agent no variable names (started by another shell), in the places
+# such daemons use: a directory of the user's own in /tmp, the user's
+# runtime directory, and for root /run.  The default adapter hides them;
+# the landlock-only one cannot and refuses to run.
+rt=$(mktemp -d /tmp/corral-reach-rt-XXXXXX); chmod 700 "$rt"
+agentdir=$(mktemp -d /tmp/corral-reach-agent-XXXXXX)
+socks=("$agentdir/agent.1" "$rt/agent.2")
+if $root; then mkdir -p /run/corral-reach-$$; socks+=("/run/corral-reach-$$/s"); fi
+for sk in "${socks[@]}"; do
+  python3 -c '
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(); time.sleep(30)' "$sk" &
+  hostpids+=($!)
+done
+for _ in $(seq 50); do ok=1; for sk in "${socks[@]}"; do [ -S "$sk" ] || ok=0; done; [ $ok = 1 ] && break; sleep 0.05; done
+t "linux: sockets of daemons no variable names are hidden"
+out=$(XDG_RUNTIME_DIR=$rt SSH_AUTH_SOCK= cr linux -- python3 -c '
+import socket, sys
+for p in sys.argv[1:]:
+    try:
+        socket.socket(socket.AF_UNIX).connect(p); print("CONNECTED", p)
+    except OSError:
+        pass' "${socks[@]}" 2>&1)
+expect_not_contains "$out" CONNECTED
+t "landlock: refuses to run beside sockets it cannot hide"
+XDG_RUNTIME_DIR=$rt SSH_AUTH_SOCK= cr landlock -- true 2>/dev/null; expect_eq 125 $?
+rm -rf "$agentdir" "$rt"; $root && rm -rf /run/corral-reach-$$
+
 # --- 4. the caller's keyrings ------------------------------------------
 # A key in the caller's session keyring (joined anew here, so the test
 # owns it) and one in its user keyring: printed, searched, updated or
