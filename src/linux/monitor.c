@@ -13,6 +13,7 @@
  */
 #include <limits.h>
 #include <stdio.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #include "../internal.h"
@@ -22,16 +23,6 @@
 /* `name` in `dir`: read-only when it exists (by its real path: the
  * sandbox is built by path, and a symlink on the way would put the mount
  * somewhere else), else its creation is watched for. */
-static int protect(struct profile *pr, struct path_list *watch, const char *dir,
-                   const char *name) {
-  char path[PATH_MAX];
-  struct stat st;
-  snprintf(path, sizeof path, "%s/%s", dir, name);
-  if (lstat(path, &st) == 0)
-    return path_list_add_real(&pr->deny_write, path, NULL);
-  return path_list_has(watch, path) ? 0 : path_list_add(watch, path);
-}
-
 /* What in a repository's git directory git would run or follow: hooks and
  * config (code to run), submodules' and worktrees' git directories (their
  * own hooks and config), and the files that point git at another git
@@ -39,29 +30,134 @@ static int protect(struct profile *pr, struct path_list *watch, const char *dir,
 static const char *const git_dangerous[] = {"hooks",     "config",   "modules",
                                             "worktrees", "commondir", "config.worktree"};
 
+static int watch_path(struct path_list *watch, const char *path) {
+  return path_list_has(watch, path) ? 0 : path_list_add(watch, path);
+}
+
+static int protect(struct profile *pr, struct path_list *watch, const char *dir,
+                   const char *name) {
+  char path[PATH_MAX];
+  struct stat st;
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  if (lstat(path, &st) < 0)
+    return watch_path(watch, path);
+  int r = path_list_add_real(&pr->deny_write, path, NULL);
+  /* A symlink (hooks -> elsewhere): its target is read-only, and the link
+   * itself must not be replaced by a directory of the command's. */
+  return r == 0 && S_ISLNK(st.st_mode) ? watch_path(watch, path) : r;
+}
+
+/* The directory core.hooksPath names in `config`, resolved against the
+ * work tree `root` ("" when there is none).  Only the file itself is read
+ * (not its includes): enough for the husky-style setting a repository
+ * carries. */
+static void hooks_path(const char *config, const char *root, char *out, size_t size) {
+  out[0] = '\0';
+  FILE *f = fopen(config, "re");
+  if (!f)
+    return;
+  char line[4096];
+  bool core = false;
+  while (fgets(line, sizeof line, f)) {
+    char *p = line + strspn(line, " \t");
+    if (*p == '[') {
+      core = strncasecmp(p, "[core]", 6) == 0;
+      continue;
+    }
+    if (!core || strncasecmp(p, "hookspath", 9) != 0)
+      continue;
+    p += 9 + strspn(p + 9, " \t");
+    if (*p != '=')
+      continue;
+    p++;
+    p += strspn(p, " \t\"");
+    p[strcspn(p, "\"\r\n")] = '\0';
+    if (*p == '/')
+      snprintf(out, size, "%s", p);
+    else if (*p)
+      snprintf(out, size, "%s/%s", root, p);
+  }
+  fclose(f);
+}
+
+/* A repository whose work tree is `root` (a write root, or a submodule in
+ * one): what git there would run or follow is kept read-only, or watched
+ * when missing, and a .git that is missing or a file cannot be replaced. */
+static int protect_repo(struct profile *pr, struct path_list *watch, const char *root) {
+  char path[PATH_MAX];
+  struct stat st;
+  snprintf(path, sizeof path, "%s/.git", root);
+  bool present = lstat(path, &st) == 0;
+  if (!present || !S_ISDIR(st.st_mode)) {
+    /* Missing (`git init` would make one: its config is code to run), a
+     * symlink or a worktree's or submodule's file: it cannot be pinned, so
+     * a .git put in its place is stopped like a protected name. */
+    int r = watch_path(watch, path);
+    /* A submodule's or worktree's .git file is read-only besides: bound
+     * onto itself, it cannot be removed either. */
+    if (r == 0 && present && S_ISREG(st.st_mode))
+      r = path_list_add_real(&pr->deny_write, path, NULL);
+    if (r < 0 || stat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+      return r;
+  }
+  /* .git itself is pinned (a mount point cannot be renamed or removed):
+   * otherwise `mv .git x; mkdir .git` would leave what is read-only behind
+   * and plant anew. */
+  char *git = path_resolve(path, NULL);
+  if (!git)
+    return -ENOMEM;
+  int r = path_list_has(&pr->pinned, git) ? 0 : path_list_add(&pr->pinned, git);
+  for (size_t k = 0; k < ARRAY_SIZE(git_dangerous) && r == 0; k++)
+    r = protect(pr, watch, git, git_dangerous[k]);
+  /* A hooks directory in the work tree (husky's .husky) is as much code as
+   * .git/hooks. */
+  char cfg[PATH_MAX], hooks[PATH_MAX];
+  snprintf(cfg, sizeof cfg, "%s/config", git);
+  hooks_path(cfg, root, hooks, sizeof hooks);
+  free(git);
+  for (size_t i = 0; r == 0 && hooks[0] && i < pr->write_roots.n; i++)
+    if (path_is_under(hooks, pr->write_roots.v[i]))
+      r = lstat(hooks, &st) == 0 ? path_list_add_real(&pr->deny_write, hooks, NULL)
+                                 : watch_path(watch, hooks);
+  return r;
+}
+
+/* The submodules `.gitmodules` in `root` lists: each is a repository of
+ * its own whose .git (a file pointing into .git/modules) could be swapped
+ * for a planted one. */
+static int protect_submodules(struct profile *pr, struct path_list *watch, const char *root) {
+  char path[PATH_MAX], line[4096];
+  snprintf(path, sizeof path, "%s/.gitmodules", root);
+  FILE *f = fopen(path, "re");
+  if (!f)
+    return 0;
+  int r = 0, n = 0;
+  while (r == 0 && n < 256 && fgets(line, sizeof line, f)) {
+    char *p = line + strspn(line, " \t");
+    if (strncmp(p, "path", 4) != 0)
+      continue;
+    p += 4 + strspn(p + 4, " \t");
+    if (*p++ != '=')
+      continue;
+    p += strspn(p, " \t\"");
+    p[strcspn(p, "\"\r\n")] = '\0';
+    if (!*p || *p == '/' || strstr(p, ".."))
+      continue; /* only inside the work tree */
+    char sub[PATH_MAX];
+    snprintf(sub, sizeof sub, "%s/%s", root, p);
+    r = protect_repo(pr, watch, sub);
+    n++;
+  }
+  fclose(f);
+  return r;
+}
+
 int protect_prepare(struct profile *pr, struct path_list *watch, corral_error *err) {
   for (size_t i = 0; i < pr->write_roots.n; i++) {
     const char *root = pr->write_roots.v[i];
-    char path[PATH_MAX];
-    struct stat st;
-    int r = 0;
-    snprintf(path, sizeof path, "%s/.git", root);
-    if (lstat(path, &st) == 0 && !S_ISDIR(st.st_mode))
-      /* A symlink or a worktree's file cannot be pinned: a .git put in
-       * its place is stopped like a protected name. */
-      r = path_list_add(watch, path);
-    if (r == 0 && stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-      /* .git itself is pinned (a mount point cannot be renamed or
-       * removed): otherwise `mv .git x; mkdir .git` would leave what is
-       * read-only behind and plant anew. */
-      char *git = path_resolve(path, NULL);
-      if (!git)
-        return error_set(err, -ENOMEM, ENOMEM, "out of memory");
-      r = path_list_has(&pr->pinned, git) ? 0 : path_list_add(&pr->pinned, git);
-      for (size_t k = 0; k < ARRAY_SIZE(git_dangerous) && r == 0; k++)
-        r = protect(pr, watch, git, git_dangerous[k]);
-      free(git);
-    }
+    int r = protect_repo(pr, watch, root);
+    if (r == 0)
+      r = protect_submodules(pr, watch, root);
     for (size_t k = 0; k < pr->protected_names.n && r == 0; k++)
       r = protect(pr, watch, root, pr->protected_names.v[k]);
     if (r < 0)

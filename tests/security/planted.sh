@@ -38,6 +38,45 @@ for shape in "${shapes[@]}"; do
   rm -rf "$ws/b" "$ws/.agents" 2>/dev/null
 done
 
+# --- git code planted where the user's git would run it ----------------
+# Each plants a command for git on the host to run (core.fsmonitor runs on
+# `git status`, a pre-commit hook on `git commit`), then the host's git is
+# run as the user would, and the planted command must not have run.
+gitc() { git -c user.email=t@example.invalid -c user.name=t -c protocol.file.allow=always "$@"; }
+mark="$fakehome/PWNED"
+fsmon="git config core.fsmonitor 'touch $mark; false'"
+
+t "git init in a workspace that is no repository"
+mkdir -p "$ws/plain"; (cd "$ws/plain" && cr -- sh -c "git init -q . && $fsmon") >/dev/null 2>&1
+(cd "$ws/plain" && git status >/dev/null 2>&1); expect_absent "$mark"; expect_absent "$ws/plain/.git"
+
+t "git init in a workspace below a repository's top"
+mkdir -p "$ws/repo/sub"; gitc -C "$ws/repo" init -q
+(cd "$ws/repo/sub" && cr -- sh -c "git init -q . && $fsmon") >/dev/null 2>&1
+(cd "$ws/repo/sub" && git status >/dev/null 2>&1); expect_absent "$mark"; expect_absent "$ws/repo/sub/.git"
+
+t "a submodule's .git swapped for a planted repository"
+gitc init -q "$fakehome/libsrc" && gitc -C "$fakehome/libsrc" commit -q --allow-empty -m l
+gitc init -q "$ws/super" && gitc -C "$ws/super" submodule add -q "$fakehome/libsrc" lib >/dev/null 2>&1 &&
+  gitc -C "$ws/super" commit -qm sub
+(cd "$ws/super" && cr -- sh -c "rm -f lib/.git && git init -q lib && cd lib && $fsmon") >/dev/null 2>&1
+(cd "$ws/super" && git status >/dev/null 2>&1); expect_absent "$mark"
+[ -f "$ws/super/lib/.git" ] && pass || fail "the submodule's .git was replaced"
+
+t "a symlinked .git/hooks replaced by a real directory"
+gitc init -q "$ws/hl" && mkdir -p "$fakehome/realhooks" && rm -rf "$ws/hl/.git/hooks" &&
+  ln -s "$fakehome/realhooks" "$ws/hl/.git/hooks"
+(cd "$ws/hl" && cr -- sh -c "rm .git/hooks && mkdir .git/hooks && printf '#!/bin/sh\ntouch $mark\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit") >/dev/null 2>&1
+(cd "$ws/hl" && gitc commit -q --allow-empty -m x >/dev/null 2>&1); expect_absent "$mark"
+[ -d "$ws/hl/.git/hooks" ] && [ ! -L "$ws/hl/.git/hooks" ] && fail "a hooks directory was planted" || pass
+
+t "core.hooksPath in the work tree (husky) is read-only"
+gitc init -q "$ws/hp" && mkdir -p "$ws/hp/.husky" && gitc -C "$ws/hp" config core.hooksPath .husky
+(cd "$ws/hp" && cr -- sh -c "printf '#!/bin/sh\ntouch $mark\n' > .husky/pre-commit && chmod +x .husky/pre-commit") >/dev/null 2>&1
+(cd "$ws/hp" && gitc commit -q --allow-empty -m x >/dev/null 2>&1); expect_absent "$mark"
+expect_absent "$ws/hp/.husky/pre-commit"
+rm -rf "$ws/plain" "$ws/repo" "$ws/super" "$ws/hl" "$ws/hp" "$fakehome/libsrc" "$fakehome/realhooks"
+
 # --- trees deeper than any walk could recurse --------------------------
 t "a tree 3,000 levels deep: change reports say so, corral survives"
 cr -- python3 -c 'import os

@@ -17,8 +17,14 @@ cd "$ws"
 cr() { "$CORRAL" run "$@"; }
 git_id=(-c user.email=t@example.invalid -c user.name=t)
 
-t "git init, add, commit work inside"
-out=$(cr -- sh -c "git init -q && echo a > f && git add f && git ${git_id[*]} commit -qm one && git log --oneline | wc -l" 2>&1)
+t "git init inside is stopped like a protected name: its config is code git runs on the host"
+out=$(cr --json -- sh -c "git init -q; sleep 5"); expect_eq 125 $?
+expect_eq "$ws/.git" "$(printf '%s' "$out" | json_get outcome.denial.capability.scope)"
+expect_absent "$ws/.git"
+
+t "git add, commit work inside a repository made outside"
+git init -q
+out=$(cr -- sh -c "echo a > f && git add f && git ${git_id[*]} commit -qm one && git log --oneline | wc -l" 2>&1)
 expect_eq 1 "$out"
 
 t ".git/hooks and .git/config are read-only; the rest of .git is not"
