@@ -183,6 +183,18 @@ static int clone_list(const struct path_list *l, struct source *out, size_t *n, 
   return 0;
 }
 
+/* `set` and `clr` on a clone and the mounts below it.  A host mount below
+ * a write root that is locked read-only (WSL2 binds /tmp/.X11-unix so)
+ * refuses to be made writable: then only the clone's top mount is, and
+ * what lies below keeps its own read-only flag. */
+static int set_attrs_below(int fd, uint64_t set, uint64_t clr) {
+  if (set_attr_fd(fd, set, clr, true) == 0)
+    return 0;
+  if (errno != EPERM || !clr)
+    return -1;
+  return set_attr_fd(fd, set, 0, true) < 0 ? -1 : set_attr_fd(fd, 0, clr, false);
+}
+
 static int attach_sources(struct source *src, size_t n, uint64_t set, uint64_t clr,
                           bool restricted, int report_fd, const char *what) {
   char target[PATH_MAX];
@@ -205,7 +217,7 @@ static int attach_sources(struct source *src, size_t n, uint64_t set, uint64_t c
     }
     if (s->fd < 0)
       continue;
-    if (set_attr_fd(s->fd, set, clr, true) < 0 ||
+    if (set_attrs_below(s->fd, set, clr) < 0 ||
         make_mount_point(target, s->dir, newroot[0]) < 0 || attach(s->fd, target) < 0) {
       s->fd = -1;
       return setup_failed(report_fd, errno, what, s->path);

@@ -77,6 +77,18 @@ gitc init -q "$ws/hp" && mkdir -p "$ws/hp/.husky" && gitc -C "$ws/hp" config cor
 expect_absent "$ws/hp/.husky/pre-commit"
 rm -rf "$ws/plain" "$ws/repo" "$ws/super" "$ws/hl" "$ws/hp" "$fakehome/libsrc" "$fakehome/realhooks"
 
+# --- a read-only host mount below a write root (WSL2's /tmp/.X11-unix) --
+if [ "$(id -u)" -eq 0 ]; then
+  t "a read-only host mount below a write root stays read-only, and the run goes ahead"
+  mkdir -p "$ws/romnt" && echo keep > "$ws/romnt/f"
+  mount --bind "$ws/romnt" "$ws/romnt" && mount -o remount,bind,ro "$ws/romnt"
+  out=$(cr -- sh -c "echo x > $ws/romnt/f; echo x > $ws/rw-ok && echo wrote-rw" 2>&1); rc=$?
+  umount "$ws/romnt"
+  expect_eq 0 $rc "exit"; expect_contains "$out" wrote-rw; expect_contains "$out" "Read-only"
+  expect_eq keep "$(cat "$ws/romnt/f")"
+  rm -rf "$ws/romnt" "$ws/rw-ok"
+fi
+
 # --- trees deeper than any walk could recurse --------------------------
 t "a tree 3,000 levels deep: change reports say so, corral survives"
 cr -- python3 -c 'import os
