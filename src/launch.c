@@ -362,12 +362,22 @@ static struct watched {
 /* Reports every protected path that exists now and did not at start (or
  * was something else then: a .git symlink replaced); true if there was
  * one. */
+/* Another user's creation is not the command's: a protected name that
+ * another user (or root, for an ordinary caller) made in a shared write
+ * root such as /tmp neither ends the command nor is removed.  One gone
+ * again cannot be told apart and counts.  (A process of the same user
+ * outside the sandbox cannot be told from the command by owner.) */
+static bool someone_elses(const char *path) {
+  struct stat sb;
+  return lstat(path, &sb) == 0 && sb.st_uid != geteuid();
+}
+
 static bool sweep_protected(const struct init_state *st, int report_fd) {
   bool hit = false;
   for (size_t k = 0; k < st->plan->nwatch; k++) {
     struct stat sb;
     const struct stat *was = &watched[k].was;
-    if (lstat(st->plan->watch[k], &sb) == 0 &&
+    if (lstat(st->plan->watch[k], &sb) == 0 && sb.st_uid == geteuid() &&
         (!was->st_nlink || sb.st_ino != was->st_ino || sb.st_dev != was->st_dev ||
          (sb.st_mode & S_IFMT) != (was->st_mode & S_IFMT))) {
       report_write(report_fd, REPORT_DENIAL, CORRAL_CAP_PROTECTED_METADATA, 0, st->plan->watch[k]);
@@ -396,7 +406,8 @@ static bool check_protected(struct init_state *st, int report_fd) {
         continue;
       for (size_t k = 0; k < st->plan->nwatch; k++) {
         const char *w = st->plan->watch[k];
-        if (watched[k].wd == ev->wd && strcmp(strrchr(w, '/') + 1, ev->name) == 0) {
+        if (watched[k].wd == ev->wd && strcmp(strrchr(w, '/') + 1, ev->name) == 0 &&
+            !someone_elses(w)) {
           report_write(report_fd, REPORT_DENIAL, CORRAL_CAP_PROTECTED_METADATA, 0, w);
           hit = true;
         }

@@ -185,8 +185,8 @@ static bool created_in_run(const char *path, const struct path_list *watch, cons
       continue;
     *known = true;
     struct stat now;
-    if (lstat(path, &now) < 0)
-      return false; /* nothing there to remove */
+    if (lstat(path, &now) < 0 || now.st_uid != geteuid())
+      return false; /* nothing there to remove, or someone else's */
     /* An inode number freed by the command is soon reused: the type and
      * the change time tell a new file from the old one. */
     return !was[k].st_nlink || now.st_ino != was[k].st_ino || now.st_dev != was[k].st_dev ||

@@ -77,6 +77,19 @@ gitc init -q "$ws/hp" && mkdir -p "$ws/hp/.husky" && gitc -C "$ws/hp" config cor
 expect_absent "$ws/hp/.husky/pre-commit"
 rm -rf "$ws/plain" "$ws/repo" "$ws/super" "$ws/hl" "$ws/hp" "$fakehome/libsrc" "$fakehome/realhooks"
 
+# --- a protected name another user makes in a shared write root ---------
+if [ "$(id -u)" -eq 0 ] && id corraltest >/dev/null 2>&1 && [ ! -e /tmp/.agents ]; then
+  t "another user's .agents in /tmp neither ends the command nor is removed"
+  ( sleep 0.5; setpriv --reuid=corraltest --regid=corraltest --init-groups \
+      sh -c 'mkdir /tmp/.agents && echo theirs > /tmp/.agents/notes' ) &
+  json=$(cr --json -- sh -c 'sleep 1.5; echo finished'); rc=$?
+  wait
+  expect_eq 0 $rc "exit"
+  expect_eq success "$(printf '%s' "$json" | json_get outcome.kind)"
+  expect_eq theirs "$(cat /tmp/.agents/notes 2>/dev/null)"
+  rm -rf /tmp/.agents
+fi
+
 # --- a read-only host mount below a write root (WSL2's /tmp/.X11-unix) --
 if [ "$(id -u)" -eq 0 ]; then
   t "a read-only host mount below a write root stays read-only, and the run goes ahead"
