@@ -57,13 +57,38 @@ static int on_option(void *ctx, int id, const char *value) {
   return policy_flag(&a->pf, id, value) == 0 ? 0 : -1;
 }
 
-static struct termios saved_modes;
+/* Every terminal among corral's standard streams, as it was: the program
+ * may share one (stdout on a terminal, stdin not) and change its modes or
+ * size, and stdin's goes raw when the program gets a PTY of its own.  All
+ * are put back on every way out. */
+static struct {
+  bool saved, size_saved;
+  struct termios modes;
+  struct winsize size;
+} terminals[3];
+static struct termios saved_modes; /* stdin's, raw mode's starting point */
 static bool modes_saved;
 
+static void save_terminals(void) {
+  for (int fd = 0; fd < 3; fd++) {
+    terminals[fd].saved = tcgetattr(fd, &terminals[fd].modes) == 0;
+    terminals[fd].size_saved =
+        terminals[fd].saved && ioctl(fd, TIOCGWINSZ, &terminals[fd].size) == 0;
+  }
+}
+
+/* tcsetattr and ioctl are async-signal-safe: fatal_signal uses this. */
 static void restore_terminal(void) {
   if (modes_saved)
     tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved_modes);
   modes_saved = false;
+  for (int fd = 2; fd >= 0; fd--) {
+    if (terminals[fd].saved)
+      tcsetattr(fd, TCSADRAIN, &terminals[fd].modes);
+    if (terminals[fd].size_saved)
+      ioctl(fd, TIOCSWINSZ, &terminals[fd].size);
+    terminals[fd].saved = terminals[fd].size_saved = false;
+  }
 }
 
 static void fatal_signal(int sig) {
@@ -497,15 +522,16 @@ int cmd_exec(int argc, char **argv) {
 
   corral_exec_options o = {.request = &req, .adapter = sb.adapter, .stdio = {0, 1, 2}};
   int master = -1, slave = -1;
+  save_terminals();
+  atexit(restore_terminal);
+  int fatal[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL};
+  for (size_t i = 0; i < sizeof fatal / sizeof fatal[0]; i++)
+    signal(fatal[i], fatal_signal);
   if (isatty(STDIN_FILENO) && open_pty(&master, &slave) == 0) {
     o.tty = true;
     o.stdio[0] = o.stdio[1] = o.stdio[2] = slave;
     if (tcgetattr(STDIN_FILENO, &saved_modes) == 0) {
       modes_saved = true;
-      atexit(restore_terminal);
-      int fatal[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL};
-      for (size_t i = 0; i < sizeof fatal / sizeof fatal[0]; i++)
-        signal(fatal[i], fatal_signal);
       struct termios raw = saved_modes;
       cfmakeraw(&raw);
       tcsetattr(STDIN_FILENO, TCSAFLUSH, &raw);

@@ -34,6 +34,26 @@ t "exit status after a signal is 128+N"
 "$CORRAL" exec -- sh -c 'exit 7'; expect_eq 7 $?
 "$CORRAL" exec -- corral-no-such-program 2>/dev/null; expect_eq 127 $?
 
+t "a terminal shared with the program (stdout, not stdin) is restored: modes and size"
+out=$(python3 - "$CORRAL" <<'PY'
+import os, pty, subprocess, sys, termios, fcntl, struct
+m, s = pty.openpty()
+fcntl.ioctl(s, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 100, 0, 0))
+before = termios.tcgetattr(s)
+p = subprocess.Popen([sys.argv[1], "exec", "--", "sh", "-c",
+                      "stty -echo -icanon <&1; stty rows 11 cols 33 <&1; echo changed"],
+                     stdin=subprocess.PIPE, stdout=s, stderr=s)
+p.stdin.close(); p.wait()
+after = termios.tcgetattr(s)
+rows, cols = struct.unpack("HHHH", fcntl.ioctl(s, termios.TIOCGWINSZ, b"\0" * 8))[:2]
+os.set_blocking(m, False)
+try: seen = os.read(m, 4096)
+except BlockingIOError: seen = b""
+print(p.returncode, after[3] == before[3], rows, cols, b"changed" in seen)
+PY
+)
+expect_eq "0 True 40 100 True" "$out"
+
 t "a write outside the workspace fails as under run"
 "$CORRAL" exec -- sh -c 'echo x > /etc/corral-exec-probe' 2>/dev/null && fail "write succeeded" || pass
 expect_absent /etc/corral-exec-probe
