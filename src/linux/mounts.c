@@ -547,6 +547,90 @@ static uint64_t mask_key(const char *view, const struct profile *pr) {
   return h;
 }
 
+/* What a mask of a view must hold, by path below the view: 'w' a
+ * whiteout, 'd' a directory on the way to one.  Open addressing over the
+ * deny-read paths' own strings: nothing allocated. */
+static struct expected {
+  const char *rel; /* NULL: a free slot */
+  size_t len;
+  char kind;
+} expected[2048];
+
+static struct expected *expected_slot(const char *rel, size_t len) {
+  size_t i = fnv(FNV_START, rel, len) % ARRAY_SIZE(expected);
+  for (size_t k = 0; k < ARRAY_SIZE(expected); k++, i = (i + 1) % ARRAY_SIZE(expected))
+    if (!expected[i].rel || (expected[i].len == len && memcmp(expected[i].rel, rel, len) == 0))
+      return &expected[i];
+  return NULL;
+}
+
+/* Does `dirfd` (the mask's directory for rel[0..len), "" at the top) hold
+ * exactly what is expected there?  Counts the whiteouts in *found. */
+static bool listing_matches(int dirfd, const char *rel, size_t len, size_t *found) {
+  char dents[4096], child[PATH_MAX];
+  long got;
+  memcpy(child, rel, len);
+  while ((got = syscall(SYS_getdents64, dirfd, dents, sizeof dents)) > 0)
+    for (long off = 0; off < got;) {
+      struct dirent64 *d = (struct dirent64 *)(dents + off);
+      off += d->d_reclen;
+      if (strcmp(d->d_name, ".") == 0 || strcmp(d->d_name, "..") == 0)
+        continue;
+      size_t n = strlen(d->d_name);
+      if (len + 1 + n >= sizeof child)
+        return false;
+      child[len] = '/';
+      memcpy(child + len + 1, d->d_name, n);
+      struct expected *e = expected_slot(child, len + 1 + n);
+      if (!e || !e->rel || d->d_type != (e->kind == 'w' ? DT_CHR : DT_DIR))
+        return false;
+      *found += e->kind == 'w';
+    }
+  return got == 0;
+}
+
+/* A cached mask is used only when it holds exactly what its key says: a
+ * run that could write the cache (or anyone else of the user's) may have
+ * removed a whiteout, so that a store created later would show, or added
+ * files the view would then show.  Not trusted for where it is. */
+static bool mask_matches(const char *mask, const char *view, const struct profile *pr) {
+  char missing[PATH_MAX], dir[PATH_MAX];
+  size_t vlen = strlen(view), want = 0, found = 0;
+  memset(expected, 0, sizeof expected);
+  for (size_t i = 0; i < pr->deny_read.n; i++) {
+    if (!whited_out(view, i, pr, missing))
+      continue;
+    const char *rel = pr->deny_read.v[i] + vlen; /* "/a/b", the missing part's path */
+    size_t len = strlen(missing) - vlen;
+    for (size_t k = 1; k <= len; k++) {
+      if (k < len && rel[k] != '/')
+        continue;
+      struct expected *e = expected_slot(rel, k);
+      if (!e)
+        return false;
+      if (!e->rel) {
+        *e = (struct expected){rel, k, k == len ? 'w' : 'd'};
+        want += k == len;
+      }
+    }
+  }
+  /* The top, then every directory expected below it. */
+  for (size_t i = 0; i <= ARRAY_SIZE(expected); i++) {
+    const char *rel = i ? expected[i - 1].rel : "";
+    size_t len = i ? expected[i - 1].len : 0;
+    if (i && (!rel || expected[i - 1].kind != 'd'))
+      continue;
+    snprintf(dir, sizeof dir, "%s%.*s", mask, (int)len, rel);
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    bool ok = fd >= 0 && listing_matches(fd, rel, len, &found);
+    if (fd >= 0)
+      close(fd);
+    if (!ok)
+      return false;
+  }
+  return found == want;
+}
+
 /* In place, the masks live in the user's cache (`cache`, outside every
  * write root), made once and found again by their key: a run then makes
  * no whiteout.  Made while the host is still writable here, under a
@@ -562,9 +646,11 @@ static void cached_mask(const char *view, const struct profile *pr, const char *
   char path[PATH_MAX], tmp[PATH_MAX];
   snprintf(path, sizeof path, "%s/%016llx", cache, (unsigned long long)mask_key(view, pr));
   if (lstat(path, &st) == 0) {
-    if (S_ISDIR(st.st_mode))
+    if (S_ISDIR(st.st_mode) && mask_matches(path, view, pr)) {
       snprintf(out, PATH_MAX, "%s", path);
-    return;
+      return;
+    }
+    remove_tree(path, true); /* not what its key says: made anew below */
   }
   snprintf(tmp, sizeof tmp, "%s/.new-XXXXXX", cache); /* mkdtemp fills in the X */
   bool made = mkdtemp(tmp) && lstat(view, &st) == 0 && chmod(tmp, st.st_mode & 07777) == 0 &&
