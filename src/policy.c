@@ -1094,11 +1094,12 @@ static int add_sockets_in(struct path_list *l, const char *dir, struct resolve_c
   return r;
 }
 
-/* Every socket below `dir`, `depth` levels down; with own_dirs, only
- * through directories the caller owns (in /tmp, where other users' are
- * theirs to guard).  At most *budget entries are looked at in all: /tmp
- * may hold anything. */
-static int add_sockets_below(struct path_list *l, const char *dir, int depth, bool own_dirs,
+/* Every socket below `dir`, `depth` levels down; with `prefix`, only
+ * through directories whose name starts with it and that the caller owns
+ * (in /tmp: ssh-agent's ssh-XXXX; other users' are theirs to guard, and
+ * the rest of /tmp is not worth a look on every run).  At most *budget
+ * entries are looked at in all: /tmp may hold anything. */
+static int add_sockets_below(struct path_list *l, const char *dir, int depth, const char *prefix,
                              size_t *budget, struct resolve_cache *cache, corral_error *err) {
   DIR *d = opendir(dir);
   if (!d)
@@ -1114,17 +1115,18 @@ static int add_sockets_below(struct path_list *l, const char *dir, int depth, bo
       continue;
     unsigned char type = de->d_type;
     struct stat st;
-    if (type == DT_UNKNOWN || (type == DT_DIR && own_dirs)) {
+    bool wanted_dir = depth > 0 && (!prefix || strncmp(de->d_name, prefix, strlen(prefix)) == 0);
+    if (type == DT_UNKNOWN || (type == DT_DIR && prefix && wanted_dir)) {
       if (lstat(path, &st) < 0)
         continue;
       type = S_ISSOCK(st.st_mode) ? DT_SOCK : S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
-      if (type == DT_DIR && own_dirs && st.st_uid != geteuid())
+      if (type == DT_DIR && prefix && st.st_uid != geteuid())
         continue;
     }
     if (type == DT_SOCK)
       r = add_socket(l, path, cache, err);
-    else if (type == DT_DIR && depth > 0)
-      r = add_sockets_below(l, path, depth - 1, own_dirs, budget, cache, err);
+    else if (type == DT_DIR && wanted_dir)
+      r = add_sockets_below(l, path, depth - 1, NULL, budget, cache, err);
   }
   closedir(d);
   return r;
@@ -1190,20 +1192,21 @@ static int add_daemon_sockets(struct path_list *l, struct resolve_cache *cache,
     r = add_sockets_in(l, path, cache, err);
   /* Beyond the names above, every socket where daemons acting as the user
    * listen: the user's runtime directory (sound, display, agents, buses,
-   * the user's service manager) and the user's own directories in /tmp
-   * (ssh-agent's ssh-XXXX, editors, multiplexers); for root, all of /run,
-   * since every root-owned socket there lets uid 0 in. */
-  size_t budget = 4096;
+   * the user's service manager), /tmp itself and ssh-agent's directories
+   * there (ssh-XXXX, the user's own); for root, all of /run, since every
+   * root-owned socket there lets uid 0 in. */
+  size_t budget = 1024;
   if (run && run[0] == '/')
     snprintf(path, sizeof path, "%s", run);
   else
     snprintf(path, sizeof path, "/run/user/%u", (unsigned)geteuid());
   if (r == 0)
-    r = add_sockets_below(l, path, 2, false, &budget, cache, err);
+    r = add_sockets_below(l, path, 2, NULL, &budget, cache, err);
   if (r == 0)
-    r = add_sockets_below(l, "/tmp", 1, true, &budget, cache, err);
+    r = add_sockets_below(l, "/tmp", 1, "ssh-", &budget, cache, err);
+  budget = 1024;
   if (r == 0 && geteuid() == 0)
-    r = add_sockets_below(l, "/run", 3, false, &budget, cache, err);
+    r = add_sockets_below(l, "/run", 3, NULL, &budget, cache, err);
   return r;
 }
 

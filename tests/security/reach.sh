@@ -234,7 +234,7 @@ expect_contains "$out" own-tty-ok
 # runtime directory, and for root /run.  The default adapter hides them;
 # the landlock-only one cannot and refuses to run.
 rt=$(mktemp -d /tmp/corral-reach-rt-XXXXXX); chmod 700 "$rt"
-agentdir=$(mktemp -d /tmp/corral-reach-agent-XXXXXX)
+agentdir=$(mktemp -d /tmp/ssh-corral-reach-XXXXXX) # where ssh-agent puts its socket
 socks=("$agentdir/agent.1" "$rt/agent.2")
 if $root; then mkdir -p /run/corral-reach-$$; socks+=("/run/corral-reach-$$/s"); fi
 for sk in "${socks[@]}"; do
