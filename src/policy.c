@@ -25,7 +25,28 @@ static const char *const default_protected[] = {".agents", ".corral"};
 static const char *const platform_candidates[] = {"/bin", "/sbin", "/usr", "/etc", "/lib",
                                                   "/lib32", "/lib64", "/libx32"};
 
-int path_list_add(struct path_list *l, const char *s) { return strv_push(&l->v, &l->n, s); }
+int path_list_take(struct path_list *l, char *s) {
+  if (l->n + 2 > l->cap) {
+    size_t cap = l->cap ? l->cap : 16;
+    while (cap < l->n + 2)
+      cap *= 2;
+    char **g = realloc(l->v, cap * sizeof *g);
+    if (!g) {
+      free(s);
+      return -ENOMEM;
+    }
+    l->v = g;
+    l->cap = cap;
+  }
+  l->v[l->n++] = s;
+  l->v[l->n] = NULL;
+  return 0;
+}
+
+int path_list_add(struct path_list *l, const char *s) {
+  char *copy = strdup(s);
+  return copy ? path_list_take(l, copy) : -ENOMEM;
+}
 
 bool path_list_has(const struct path_list *l, const char *s) {
   for (size_t i = 0; i < l->n; i++)
@@ -37,7 +58,7 @@ bool path_list_has(const struct path_list *l, const char *s) {
 void path_list_free(struct path_list *l) {
   strv_free(l->v, l->n);
   l->v = NULL;
-  l->n = 0;
+  l->n = l->cap = 0;
 }
 
 bool path_is_under(const char *path, const char *root) {
@@ -681,8 +702,11 @@ static int add_resolved(struct path_list *l, const char *p, struct resolve_cache
     return err ? err->code : -EINVAL;
   /* With a cache (profile_resolve, which adds well over a hundred paths)
    * duplicates go after sorting, not by a search per path. */
-  int rc = !cache && path_list_has(l, r) ? 0 : path_list_add(l, r);
-  free(r);
+  int rc = 0;
+  if (!cache && path_list_has(l, r))
+    free(r);
+  else
+    rc = path_list_take(l, r);
   return rc < 0 ? error_set(err, rc, -rc, "out of memory") : 0;
 }
 

@@ -12,6 +12,7 @@
 struct path_list {
   char **v;
   size_t n;
+  size_t cap; /* slots allocated in v, 0 when unknown (a copied vector) */
 };
 
 #define POLICY_NLISTS 8 /* indexed by corral_policy_list */
@@ -71,6 +72,8 @@ void profile_free(struct profile *pr);
 json_t *profile_to_json(const struct profile *pr);
 
 int path_list_add(struct path_list *l, const char *s);
+/* Adds `s` itself (malloc'd), which the list then owns; freed on failure. */
+int path_list_take(struct path_list *l, char *s);
 bool path_list_has(const struct path_list *l, const char *s);
 void path_list_free(struct path_list *l);
 /* Is `path` equal to `root` or below it? */
