@@ -31,6 +31,30 @@ int mkdir_p(const char *path, mode_t mode) {
   return mkdir(buf, mode) < 0 && errno != EEXIST ? -1 : 0;
 }
 
+void dir_rewind(struct dir_iter *it, int fd) {
+  it->fd = fd;
+  it->got = it->off = 0;
+  lseek(fd, 0, SEEK_SET);
+}
+
+const char *dir_next(struct dir_iter *it, unsigned char *type) {
+  for (;;) {
+    if (it->off >= it->got) {
+      it->got = syscall(SYS_getdents64, it->fd, it->buf, sizeof it->buf);
+      it->off = 0;
+      if (it->got <= 0)
+        return NULL;
+    }
+    struct dirent64 *d = (struct dirent64 *)(it->buf + it->off);
+    it->off += d->d_reclen;
+    if (strcmp(d->d_name, ".") != 0 && strcmp(d->d_name, "..") != 0) {
+      if (type)
+        *type = d->d_type;
+      return d->d_name;
+    }
+  }
+}
+
 /* A directory in `parent` opened for emptying: never through a symlink,
  * and made readable, writable and searchable by its owner first if it is
  * not (the command may have left it 000 or 555).  -1 if it cannot be. */
@@ -78,22 +102,15 @@ static bool move_up(int dir, const char *name, int top, unsigned long *fresh) {
 /* Unlinks what `dir` holds and moves its subdirectories up into `top`;
  * true if anything changed. */
 static bool empty_into(int dir, int top, unsigned long *fresh) {
-  char buf[1024] __attribute__((aligned(8)));
+  struct dir_iter it;
   bool changed = false;
   for (bool again = true; again;) {
     again = false;
-    lseek(dir, 0, SEEK_SET);
-    long got;
-    while ((got = syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0)
-      for (long off = 0; off < got;) {
-        struct dirent64 *d = (struct dirent64 *)(buf + off);
-        off += d->d_reclen;
-        if (strcmp(d->d_name, ".") == 0 || strcmp(d->d_name, "..") == 0)
-          continue;
-        if (unlinkat(dir, d->d_name, 0) == 0 ||
-            ((errno == EISDIR || errno == EPERM) && move_up(dir, d->d_name, top, fresh)))
-          again = changed = true;
-      }
+    dir_rewind(&it, dir);
+    for (const char *name; (name = dir_next(&it, NULL));)
+      if (unlinkat(dir, name, 0) == 0 ||
+          ((errno == EISDIR || errno == EPERM) && move_up(dir, name, top, fresh)))
+        again = changed = true;
   }
   return changed;
 }
@@ -112,28 +129,22 @@ static int remove_at(int parent, const char *name) {
   if (top < 0)
     return -1;
   unsigned long fresh = 0;
-  char buf[1024] __attribute__((aligned(8)));
+  struct dir_iter it;
   for (bool changed = true; changed;) {
     changed = false;
-    lseek(top, 0, SEEK_SET);
-    long got;
-    while ((got = syscall(SYS_getdents64, top, buf, sizeof buf)) > 0)
-      for (long off = 0; off < got;) {
-        struct dirent64 *d = (struct dirent64 *)(buf + off);
-        off += d->d_reclen;
-        if (strcmp(d->d_name, ".") == 0 || strcmp(d->d_name, "..") == 0)
-          continue;
-        if (unlinkat(top, d->d_name, 0) == 0) {
-          changed = true;
-          continue;
-        }
-        int fd = open_dir(top, d->d_name);
-        if (fd < 0)
-          continue;
-        changed |= empty_into(fd, top, &fresh);
-        close(fd);
-        changed |= unlinkat(top, d->d_name, AT_REMOVEDIR) == 0;
+    dir_rewind(&it, top);
+    for (const char *entry; (entry = dir_next(&it, NULL));) {
+      if (unlinkat(top, entry, 0) == 0) {
+        changed = true;
+        continue;
       }
+      int fd = open_dir(top, entry);
+      if (fd < 0)
+        continue;
+      changed |= empty_into(fd, top, &fresh);
+      close(fd);
+      changed |= unlinkat(top, entry, AT_REMOVEDIR) == 0;
+    }
   }
   close(top);
   return unlinkat(parent, name, AT_REMOVEDIR) == 0 || errno == ENOENT ? 0 : -1;

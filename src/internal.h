@@ -76,6 +76,16 @@ int mkdir_p(const char *path, mode_t mode);
 /* rm -rf that never follows a symlink below `path`; with exact_parent, not
  * in the path to it either (it must be a real path). */
 int remove_tree(const char *path, bool exact_parent);
+/* A directory's entries but "." and "..", read with getdents64 into the
+ * iterator itself: nothing allocated, so init may use it.  dir_next gives
+ * NULL at the end (or on an error); `type` (may be NULL) gets d_type. */
+struct dir_iter {
+  int fd;
+  long got, off;
+  char buf[4096] __attribute__((aligned(8)));
+};
+void dir_rewind(struct dir_iter *it, int fd);
+const char *dir_next(struct dir_iter *it, unsigned char *type);
 
 /* strv.c: NULL-terminated string vectors. */
 char **strv_copy(const char *const *v, size_t n); /* NULL on ENOMEM; n entries + NULL */

@@ -567,26 +567,23 @@ static struct expected *expected_slot(const char *rel, size_t len) {
 /* Does `dirfd` (the mask's directory for rel[0..len), "" at the top) hold
  * exactly what is expected there?  Counts the whiteouts in *found. */
 static bool listing_matches(int dirfd, const char *rel, size_t len, size_t *found) {
-  char dents[4096], child[PATH_MAX];
-  long got;
+  static struct dir_iter it; /* off init's stack */
+  char child[PATH_MAX];
+  unsigned char type;
   memcpy(child, rel, len);
-  while ((got = syscall(SYS_getdents64, dirfd, dents, sizeof dents)) > 0)
-    for (long off = 0; off < got;) {
-      struct dirent64 *d = (struct dirent64 *)(dents + off);
-      off += d->d_reclen;
-      if (strcmp(d->d_name, ".") == 0 || strcmp(d->d_name, "..") == 0)
-        continue;
-      size_t n = strlen(d->d_name);
-      if (len + 1 + n >= sizeof child)
-        return false;
-      child[len] = '/';
-      memcpy(child + len + 1, d->d_name, n);
-      struct expected *e = expected_slot(child, len + 1 + n);
-      if (!e || !e->rel || d->d_type != (e->kind == 'w' ? DT_CHR : DT_DIR))
-        return false;
-      *found += e->kind == 'w';
-    }
-  return got == 0;
+  dir_rewind(&it, dirfd);
+  for (const char *name; (name = dir_next(&it, &type));) {
+    size_t n = strlen(name);
+    if (len + 1 + n >= sizeof child)
+      return false;
+    child[len] = '/';
+    memcpy(child + len + 1, name, n);
+    struct expected *e = expected_slot(child, len + 1 + n);
+    if (!e || !e->rel || type != (e->kind == 'w' ? DT_CHR : DT_DIR))
+      return false;
+    *found += e->kind == 'w';
+  }
+  return it.got == 0;
 }
 
 /* A cached mask is used only when it holds exactly what its key says: a
