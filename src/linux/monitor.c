@@ -152,10 +152,31 @@ static int protect_submodules(struct profile *pr, struct path_list *watch, const
   return r;
 }
 
+/* The directories between write root `outer` and write root `inner`
+ * below it (a workspace in /tmp): git run in `inner` on the host looks for
+ * a repository in each of them too, and the command can write them all. */
+static int protect_between(struct profile *pr, struct path_list *watch, const char *outer,
+                           const char *inner) {
+  char dir[PATH_MAX];
+  size_t olen = strcmp(outer, "/") == 0 ? 0 : strlen(outer);
+  int r = 0;
+  snprintf(dir, sizeof dir, "%s", inner);
+  for (char *slash = strrchr(dir, '/'); r == 0 && slash && (size_t)(slash - dir) > olen;
+       slash = strrchr(dir, '/')) {
+    *slash = '\0';
+    r = protect_repo(pr, watch, dir);
+  }
+  return r;
+}
+
 int protect_prepare(struct profile *pr, struct path_list *watch, corral_error *err) {
   for (size_t i = 0; i < pr->write_roots.n; i++) {
     const char *root = pr->write_roots.v[i];
     int r = protect_repo(pr, watch, root);
+    for (size_t k = 0; k < pr->write_roots.n && r == 0; k++)
+      if (k != i && path_is_under(root, pr->write_roots.v[k]) &&
+          strcmp(root, pr->write_roots.v[k]) != 0)
+        r = protect_between(pr, watch, pr->write_roots.v[k], root);
     if (r == 0)
       r = protect_submodules(pr, watch, root);
     for (size_t k = 0; k < pr->protected_names.n && r == 0; k++)

@@ -55,6 +55,12 @@ mkdir -p "$ws/repo/sub"; gitc -C "$ws/repo" init -q
 (cd "$ws/repo/sub" && cr -- sh -c "git init -q . && $fsmon") >/dev/null 2>&1
 (cd "$ws/repo/sub" && git status >/dev/null 2>&1); expect_absent "$mark"; expect_absent "$ws/repo/sub/.git"
 
+t "git init in a directory between /tmp and a workspace below it"
+tw=$(mktemp -d /tmp/corral-planted-up-XXXXXX); mkdir -p "$tw/ws"
+(cd "$tw/ws" && cr -- sh -c "git init -q $tw && cd $tw && $fsmon") >/dev/null 2>&1
+(cd "$tw/ws" && git status >/dev/null 2>&1); expect_absent "$mark"; expect_absent "$tw/.git"
+rm -rf "$tw"
+
 t "a submodule's .git swapped for a planted repository"
 gitc init -q "$fakehome/libsrc" && gitc -C "$fakehome/libsrc" commit -q --allow-empty -m l
 gitc init -q "$ws/super" && gitc -C "$ws/super" submodule add -q "$fakehome/libsrc" lib >/dev/null 2>&1 &&
