@@ -27,8 +27,9 @@
  * config (code to run), submodules' and worktrees' git directories (their
  * own hooks and config), and the files that point git at another git
  * directory for them (commondir, config.worktree). */
-static const char *const git_dangerous[] = {"hooks",     "config",   "modules",
-                                            "worktrees", "commondir", "config.worktree"};
+static const char *const git_dangerous[] = {"hooks",  "modules",   "worktrees",
+                                            "config", "commondir", "config.worktree"};
+#define GIT_DANGEROUS_DIRS 3 /* the first three are directories */
 
 static int watch_path(struct path_list *watch, const char *path) {
   return path_list_has(watch, path) ? 0 : path_list_add(watch, path);
@@ -107,8 +108,17 @@ static int protect_repo(struct profile *pr, struct path_list *watch, const char 
   if (!git)
     return -ENOMEM;
   int r = path_list_has(&pr->pinned, git) ? 0 : path_list_add(&pr->pinned, git);
-  for (size_t k = 0; k < ARRAY_SIZE(git_dangerous) && r == 0; k++)
+  for (size_t k = 0; k < ARRAY_SIZE(git_dangerous) && r == 0; k++) {
+    /* The directories git makes when first needed are made empty now, so
+     * that they can be read-only: `git worktree add` or `git submodule
+     * update --init` inside then fails with an error git reports, and the
+     * command goes on, instead of being stopped like a protected name. */
+    char sub[PATH_MAX];
+    snprintf(sub, sizeof sub, "%s/%s", git, git_dangerous[k]);
+    if (k < GIT_DANGEROUS_DIRS)
+      mkdir(sub, 0755); /* EEXIST, or it stays watched (protect) */
     r = protect(pr, watch, git, git_dangerous[k]);
+  }
   /* A hooks directory in the work tree (husky's .husky) is as much code as
    * .git/hooks. */
   char cfg[PATH_MAX], hooks[PATH_MAX];
