@@ -405,15 +405,17 @@ static int by_name(const void *a, const void *b) {
 
 static void listing_read(struct listing *l, const char *dir) {
   l->state = -1;
-  DIR *d = opendir(dir);
-  if (!d)
+  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
     return;
+  struct dir_iter it;
+  dir_rewind(&it, fd);
   size_t cap = 0, used = 0, ncap = 0;
-  unsigned char *types = NULL;
-  struct dirent *de;
+  unsigned char *types = NULL, type;
+  const char *name;
   bool ok = true;
-  while (ok && (de = readdir(d))) {
-    size_t len = strlen(de->d_name) + 1;
+  while (ok && (name = dir_next(&it, &type))) {
+    size_t len = strlen(name) + 1;
     if (l->n == LISTING_MAX) {
       ok = false;
     } else if (used + len > cap) {
@@ -427,12 +429,12 @@ static void listing_read(struct listing *l, const char *dir) {
       types = t ? t : types;
     }
     if (ok) {
-      memcpy(l->names + used, de->d_name, len);
-      types[l->n++] = de->d_type;
+      memcpy(l->names + used, name, len);
+      types[l->n++] = type;
       used += len;
     }
   }
-  closedir(d);
+  close(fd);
   /* Names are pointed at only now: realloc may have moved them. */
   l->by_name = ok ? malloc((l->n ? l->n : 1) * sizeof *l->by_name) : NULL;
   if (l->by_name) {
@@ -1125,21 +1127,21 @@ static int add_sockets_in(struct path_list *l, const char *dir, struct resolve_c
  * entries are looked at in all: /tmp may hold anything. */
 static int add_sockets_below(struct path_list *l, const char *dir, int depth, const char *prefix,
                              size_t *budget, struct resolve_cache *cache, corral_error *err) {
-  DIR *d = opendir(dir);
-  if (!d)
+  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
     return 0;
+  struct dir_iter it; /* no DIR: opendir's 32 KiB buffer per directory shows */
+  dir_rewind(&it, fd);
   int r = 0;
-  struct dirent *de;
-  while (r == 0 && *budget > 0 && (de = readdir(d))) {
+  const char *name;
+  unsigned char type;
+  while (r == 0 && *budget > 0 && (name = dir_next(&it, &type))) {
     (*budget)--;
-    if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-      continue;
     char path[PATH_MAX];
-    if (!cat3(path, sizeof path, dir, "/", de->d_name))
+    if (!cat3(path, sizeof path, dir, "/", name))
       continue;
-    unsigned char type = de->d_type;
     struct stat st;
-    bool wanted_dir = depth > 0 && (!prefix || strncmp(de->d_name, prefix, strlen(prefix)) == 0);
+    bool wanted_dir = depth > 0 && (!prefix || strncmp(name, prefix, strlen(prefix)) == 0);
     if (type == DT_UNKNOWN || (type == DT_DIR && prefix && wanted_dir)) {
       if (lstat(path, &st) < 0)
         continue;
@@ -1152,7 +1154,7 @@ static int add_sockets_below(struct path_list *l, const char *dir, int depth, co
     else if (type == DT_DIR && wanted_dir)
       r = add_sockets_below(l, path, depth - 1, NULL, budget, cache, err);
   }
-  closedir(d);
+  close(fd);
   return r;
 }
 

@@ -262,12 +262,14 @@ static struct denied {
  * HOME, its .config — which are then looked at once, not once per path.
  * `path` must outlive the setup (the profile's strings, parents[]). */
 static struct {
-  const char *path; /* NULL: a free slot */
+  const char *path;
   size_t len;
+  unsigned gen; /* a slot of another setup's (or none) is free */
   bool exists;
   mode_t mode;
 } stat_seen[512]; /* open addressing; filled at most half */
 static size_t nstat_seen;
+static unsigned stat_gen;
 
 static uint64_t fnv(uint64_t h, const void *p, size_t n) {
   for (const unsigned char *c = p; n--; c++)
@@ -278,7 +280,7 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n) {
 
 static bool stat_prefix(const char *path, size_t len, mode_t *mode) {
   size_t i = fnv(FNV_START, path, len) % ARRAY_SIZE(stat_seen);
-  for (; stat_seen[i].path; i = (i + 1) % ARRAY_SIZE(stat_seen))
+  for (; stat_seen[i].gen == stat_gen; i = (i + 1) % ARRAY_SIZE(stat_seen))
     if (stat_seen[i].len == len && memcmp(stat_seen[i].path, path, len) == 0) {
       *mode = stat_seen[i].mode;
       return stat_seen[i].exists;
@@ -289,14 +291,14 @@ static bool stat_prefix(const char *path, size_t len, mode_t *mode) {
   bool exists = lstat(probe, &st) == 0;
   *mode = exists ? st.st_mode : 0;
   if (nstat_seen < ARRAY_SIZE(stat_seen) / 2) {
-    stat_seen[i] = (__typeof__(stat_seen[0])){path, len, exists, *mode};
+    stat_seen[i] = (__typeof__(stat_seen[0])){path, len, stat_gen, exists, *mode};
     nstat_seen++;
   }
   return exists;
 }
 
 static void probe_denied(const struct profile *pr) {
-  memset(stat_seen, 0, sizeof stat_seen);
+  stat_gen++; /* forgets what an earlier setup in this process saw */
   nstat_seen = 0;
   for (size_t i = 0; i < pr->deny_read.n; i++) {
     const char *path = pr->deny_read.v[i];
@@ -551,15 +553,19 @@ static uint64_t mask_key(const char *view, const struct profile *pr) {
  * whiteout, 'd' a directory on the way to one.  Open addressing over the
  * deny-read paths' own strings: nothing allocated. */
 static struct expected {
-  const char *rel; /* NULL: a free slot */
+  const char *rel;
   size_t len;
+  unsigned gen; /* a slot of another check's (or none) is free */
   char kind;
 } expected[2048];
+static unsigned expected_gen;
+static const struct expected *expected_dirs[1024]; /* the 'd' entries */
 
 static struct expected *expected_slot(const char *rel, size_t len) {
   size_t i = fnv(FNV_START, rel, len) % ARRAY_SIZE(expected);
   for (size_t k = 0; k < ARRAY_SIZE(expected); k++, i = (i + 1) % ARRAY_SIZE(expected))
-    if (!expected[i].rel || (expected[i].len == len && memcmp(expected[i].rel, rel, len) == 0))
+    if (expected[i].gen != expected_gen ||
+        (expected[i].len == len && memcmp(expected[i].rel, rel, len) == 0))
       return &expected[i];
   return NULL;
 }
@@ -579,7 +585,7 @@ static bool listing_matches(int dirfd, const char *rel, size_t len, size_t *foun
     child[len] = '/';
     memcpy(child + len + 1, name, n);
     struct expected *e = expected_slot(child, len + 1 + n);
-    if (!e || !e->rel || type != (e->kind == 'w' ? DT_CHR : DT_DIR))
+    if (!e || e->gen != expected_gen || type != (e->kind == 'w' ? DT_CHR : DT_DIR))
       return false;
     *found += e->kind == 'w';
   }
@@ -592,8 +598,8 @@ static bool listing_matches(int dirfd, const char *rel, size_t len, size_t *foun
  * files the view would then show.  Not trusted for where it is. */
 static bool mask_matches(const char *mask, const char *view, const struct profile *pr) {
   char missing[PATH_MAX], dir[PATH_MAX];
-  size_t vlen = strlen(view), want = 0, found = 0;
-  memset(expected, 0, sizeof expected);
+  size_t vlen = strlen(view), want = 0, found = 0, ndirs = 0;
+  expected_gen++;
   for (size_t i = 0; i < pr->deny_read.n; i++) {
     if (!whited_out(view, i, pr, missing))
       continue;
@@ -603,20 +609,20 @@ static bool mask_matches(const char *mask, const char *view, const struct profil
       if (k < len && rel[k] != '/')
         continue;
       struct expected *e = expected_slot(rel, k);
-      if (!e)
+      if (!e || (e->gen != expected_gen && k < len && ndirs == ARRAY_SIZE(expected_dirs)))
         return false;
-      if (!e->rel) {
-        *e = (struct expected){rel, k, k == len ? 'w' : 'd'};
+      if (e->gen != expected_gen) {
+        *e = (struct expected){rel, k, expected_gen, k == len ? 'w' : 'd'};
         want += k == len;
+        if (k < len)
+          expected_dirs[ndirs++] = e;
       }
     }
   }
   /* The top, then every directory expected below it. */
-  for (size_t i = 0; i <= ARRAY_SIZE(expected); i++) {
-    const char *rel = i ? expected[i - 1].rel : "";
-    size_t len = i ? expected[i - 1].len : 0;
-    if (i && (!rel || expected[i - 1].kind != 'd'))
-      continue;
+  for (size_t i = 0; i <= ndirs; i++) {
+    const char *rel = i ? expected_dirs[i - 1]->rel : "";
+    size_t len = i ? expected_dirs[i - 1]->len : 0;
     snprintf(dir, sizeof dir, "%s%.*s", mask, (int)len, rel);
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     bool ok = fd >= 0 && listing_matches(fd, rel, len, &found);
