@@ -12,7 +12,9 @@
  *   sync 3  init: spawns the command (CLONE_VM | CLONE_VFORK); a failed
  *           execve leaves its errno in init's memory -> REPORT_LAUNCHED or
  *           REPORT_EXEC_FAILED.
- *   sync 4  init: reaps; forwards SIGINT SIGTERM SIGHUP SIGQUIT to the command;
+ *   sync 4  init: reaps; forwards SIGINT SIGTERM SIGHUP SIGQUIT to the command
+ *           (in a pid namespace, only those from outside it: the command
+ *           may not steer its own supervision);
  *           SIGUSR1 (or the supervisor's death) ends the whole tree; a
  *           protected name created in a watched directory kills it at once
  *           and is reported as a denial.  When
@@ -24,7 +26,9 @@
  *      nothing and calls no stdio: the supervisor may be multithreaded, and
  *      a lock held by another thread at clone time is never released.
  *   2. Init never returns into library code; it _exits.
- *   3. The report pipe is close-on-exec: the command cannot write to it.
+ *   3. The report pipe is close-on-exec: the command cannot write to it;
+ *      init is not dumpable (launch_hide_self), so it cannot be reopened
+ *      through /proc or taken with pidfd_getfd either.
  *   4. Outside a pid namespace init is a child subreaper, so orphans (even
  *      ones that called setsid) come back to it and can be ended.
  */
@@ -359,9 +363,6 @@ static struct watched {
   struct stat was;
 } watched[256];
 
-/* Reports every protected path that exists now and did not at start (or
- * was something else then: a .git symlink replaced); true if there was
- * one. */
 /* Another user's creation is not the command's: a protected name that
  * another user (or root, for an ordinary caller) made in a shared write
  * root such as /tmp neither ends the command nor is removed.  One gone
@@ -372,6 +373,9 @@ static bool someone_elses(const char *path) {
   return lstat(path, &sb) == 0 && sb.st_uid != geteuid();
 }
 
+/* Reports every protected path of the command's that exists now and did
+ * not at start (or was something else then: a .git symlink replaced);
+ * true if there was one. */
 static bool sweep_protected(const struct init_state *st, int report_fd) {
   bool hit = false;
   for (size_t k = 0; k < st->plan->nwatch; k++) {
