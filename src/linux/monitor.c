@@ -87,6 +87,15 @@ static void hooks_path(const char *config, const char *root, char *out, size_t s
 static int protect_repo(struct profile *pr, struct path_list *watch, const char *root) {
   char path[PATH_MAX];
   struct stat st;
+  /* A directory with HEAD, objects and refs is a (bare) repository to git
+   * of its own: with a config naming a work tree (core.worktree), git on
+   * the host would take `root` for one, once its .git is broken or where
+   * there is none.  HEAD is what git looks for first, so a HEAD is not
+   * made here either. */
+  snprintf(path, sizeof path, "%s/HEAD", root);
+  int rh = protect(pr, watch, root, "HEAD");
+  if (rh < 0)
+    return rh;
   snprintf(path, sizeof path, "%s/.git", root);
   bool present = lstat(path, &st) == 0;
   if (!present || !S_ISDIR(st.st_mode)) {

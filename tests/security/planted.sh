@@ -61,6 +61,12 @@ tw=$(mktemp -d /tmp/corral-planted-up-XXXXXX); mkdir -p "$tw/ws"
 (cd "$tw/ws" && git status >/dev/null 2>&1); expect_absent "$mark"; expect_absent "$tw/.git"
 rm -rf "$tw"
 
+t "a work tree root turned into a bare repository (.git/HEAD moved away)"
+gitc init -q "$ws/bare" && gitc -C "$ws/bare" commit -q --allow-empty -m x
+(cd "$ws/bare" && cr -- sh -c "mv .git/HEAD .git/HEAD.away; echo 'ref: refs/heads/master' > HEAD; mkdir -p objects refs; printf '[core]\n bare = false\n worktree = %s\n fsmonitor = \"touch $mark; false\"\n' \"\$PWD\" > config") >/dev/null 2>&1
+(cd "$ws/bare" && git status >/dev/null 2>&1); expect_absent "$mark"; expect_absent "$ws/bare/HEAD"
+rm -rf "$ws/bare"
+
 t "a submodule's .git swapped for a planted repository"
 gitc init -q "$fakehome/libsrc" && gitc -C "$fakehome/libsrc" commit -q --allow-empty -m l
 gitc init -q "$ws/super" && gitc -C "$ws/super" submodule add -q "$fakehome/libsrc" lib >/dev/null 2>&1 &&
