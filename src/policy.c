@@ -1122,7 +1122,7 @@ static int add_sockets_in(struct path_list *l, const char *dir, struct resolve_c
 
 /* Every socket below `dir`, `depth` levels down; with `prefix`, only
  * through directories whose name starts with it and that the caller owns
- * (in /tmp: ssh-agent's ssh-XXXX; other users' are theirs to guard, and
+ * (in /tmp: ssh-agent's ssh-<random>; other users' are theirs to guard, and
  * the rest of /tmp is not worth a look on every run).  At most *budget
  * entries are looked at in all: /tmp may hold anything. */
 static int add_sockets_below(struct path_list *l, const char *dir, int depth, const char *prefix,
@@ -1219,7 +1219,7 @@ static int add_daemon_sockets(struct path_list *l, struct resolve_cache *cache,
   /* Beyond the names above, every socket where daemons acting as the user
    * listen: the user's runtime directory (sound, display, agents, buses,
    * the user's service manager), /tmp itself and ssh-agent's directories
-   * there (ssh-XXXX, the user's own); for root, all of /run, since every
+   * there (ssh-<random>, the user's own); for root, all of /run, since every
    * root-owned socket there lets uid 0 in. */
   size_t budget = 1024;
   if (run && run[0] == '/')
