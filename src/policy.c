@@ -389,6 +389,7 @@ struct resolve_cache {
 };
 
 static bool known_missing(const struct resolve_cache *c, const char *path);
+static size_t missing_prefix(const struct resolve_cache *c, const char *path);
 static void remember_missing(struct resolve_cache *c, const char *path, size_t len);
 static size_t missing_slot(const struct resolve_cache *c, const char *path, size_t len);
 
@@ -540,15 +541,8 @@ static bool path_exists(struct resolve_cache *c, const char *path) {
  * first missing component (the shortest ancestor known to be missing, or
  * the path itself). */
 static size_t missing_from(struct resolve_cache *c, const char *path) {
-  for (const char *p = path + 1;; p++)
-    if (*p == '/' || *p == '\0') {
-      size_t i = missing_slot(c, path, (size_t)(p - path));
-      if (i != SIZE_MAX && c->missing[i])
-        return (size_t)(p - path);
-      if (!*p)
-        break;
-    }
-  return path_exists(c, path) ? 0 : strlen(path);
+  size_t m = missing_prefix(c, path);
+  return m ? m : path_exists(c, path) ? 0 : strlen(path);
 }
 
 static ssize_t cache_index(const struct resolve_cache *c, const char *path) {
@@ -594,18 +588,23 @@ static void remember_missing(struct resolve_cache *c, const char *path, size_t l
       c->nmissing++;
 }
 
-/* Is `path`, or a directory above it, known to be missing? */
-static bool known_missing(const struct resolve_cache *c, const char *path) {
+/* The length of the shortest prefix of `path` (a directory above it, or
+ * itself) known to be missing; 0 when none is. */
+static size_t missing_prefix(const struct resolve_cache *c, const char *path) {
   if (!c || !c->nmissing)
-    return false;
+    return 0;
   for (const char *p = path + 1;; p++)
     if (*p == '/' || *p == '\0') {
       size_t i = missing_slot(c, path, (size_t)(p - path));
       if (i != SIZE_MAX && c->missing[i])
-        return true;
+        return (size_t)(p - path);
       if (!*p)
-        return false;
+        return 0;
     }
+}
+
+static bool known_missing(const struct resolve_cache *c, const char *path) {
+  return missing_prefix(c, path) != 0;
 }
 
 static const char *cache_lookup(const struct resolve_cache *c, const char *path) {

@@ -132,9 +132,8 @@ static int compute_read_allow(const struct profile *pr, struct path_list *out) {
     r = carve_out(out, "/dev/pts");
   for (size_t i = 0; i < pr->allow_read.n && r == 0; i++)
     r = path_list_add(out, pr->allow_read.v[i]);
-  static const char *const always[] = {"/proc"};
-  for (size_t i = 0; i < ARRAY_SIZE(always) && r == 0; i++)
-    r = path_list_add(out, always[i]);
+  if (r == 0)
+    r = path_list_add(out, "/proc");
   for (size_t i = 0; i < pr->write_roots.n && r == 0; i++)
     r = path_list_add(out, pr->write_roots.v[i]);
   return r;

@@ -117,8 +117,9 @@ int landlock_apply(const struct linux_plan *lp, bool own_dev, int report_fd) {
   /* Writing a file there means truncating it too: `echo 1 > F` opens
    * with O_TRUNC, which Landlock (ABI 3+) checks as its own right. */
   uint64_t write_file = rights & (LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_TRUNCATE);
-  for (size_t i = lp->uid == 0 ? 1 : 0; i < ndev; i++)
-    if (allow(rs, dev[i],
+  for (size_t i = 0; i < ndev; i++)
+    if (!(lp->uid == 0 && strcmp(dev[i], "/proc") == 0) &&
+        allow(rs, dev[i],
               strcmp(dev[i], "/dev/shm") == 0 ? rights : write_file | (reads ? READ_RIGHTS : 0)) <
         0) {
       close(rs);

@@ -261,16 +261,6 @@ static struct denied {
  * deny-read paths (well over a hundred) share a handful of directories —
  * HOME, its .config — which are then looked at once, not once per path.
  * `path` must outlive the setup (the profile's strings, parents[]). */
-static struct {
-  const char *path;
-  size_t len;
-  unsigned gen; /* a slot of another setup's (or none) is free */
-  bool exists;
-  mode_t mode;
-} stat_seen[512]; /* open addressing; filled at most half */
-static size_t nstat_seen;
-static unsigned stat_gen;
-
 static uint64_t fnv(uint64_t h, const void *p, size_t n) {
   for (const unsigned char *c = p; n--; c++)
     h = (h ^ *c) * 1099511628211ULL;
@@ -278,20 +268,47 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n) {
 }
 #define FNV_START 14695981039346656037ULL
 
+/* A set of paths (pointer and length into strings that outlive it) with
+ * what is known of each: open addressing in fixed storage, nothing
+ * allocated (init's).  A slot of another generation is free, so a set is
+ * emptied by bumping `gen`. */
+struct memo {
+  const char *path;
+  size_t len;
+  unsigned gen;
+  char kind;   /* mask_matches: 'w' a whiteout, 'd' a directory */
+  bool exists; /* stat_prefix */
+  mode_t mode;
+};
+
+/* The slot of path[0..len): where it is, or the free one where it would
+ * go (then its gen is not `gen`); NULL when the set is full. */
+static struct memo *memo_slot(struct memo *set, size_t n, unsigned gen, const char *path,
+                              size_t len) {
+  size_t i = fnv(FNV_START, path, len) % n;
+  for (size_t k = 0; k < n; k++, i = (i + 1) % n)
+    if (set[i].gen != gen || (set[i].len == len && memcmp(set[i].path, path, len) == 0))
+      return &set[i];
+  return NULL;
+}
+
+static struct memo stat_seen[512];
+static size_t nstat_seen;
+static unsigned stat_gen = 1; /* never 0: the zeroed slots are free */
+
 static bool stat_prefix(const char *path, size_t len, mode_t *mode) {
-  size_t i = fnv(FNV_START, path, len) % ARRAY_SIZE(stat_seen);
-  for (; stat_seen[i].gen == stat_gen; i = (i + 1) % ARRAY_SIZE(stat_seen))
-    if (stat_seen[i].len == len && memcmp(stat_seen[i].path, path, len) == 0) {
-      *mode = stat_seen[i].mode;
-      return stat_seen[i].exists;
-    }
+  struct memo *m = memo_slot(stat_seen, ARRAY_SIZE(stat_seen), stat_gen, path, len);
+  if (m && m->gen == stat_gen) {
+    *mode = m->mode;
+    return m->exists;
+  }
   char probe[PATH_MAX];
   struct stat st;
   snprintf(probe, sizeof probe, "%s%.*s", newroot, (int)len, path);
   bool exists = lstat(probe, &st) == 0;
   *mode = exists ? st.st_mode : 0;
-  if (nstat_seen < ARRAY_SIZE(stat_seen) / 2) {
-    stat_seen[i] = (__typeof__(stat_seen[0])){path, len, stat_gen, exists, *mode};
+  if (m && nstat_seen < ARRAY_SIZE(stat_seen) / 2) { /* half full at most: probes stay short */
+    *m = (struct memo){.path = path, .len = len, .gen = stat_gen, .exists = exists, .mode = *mode};
     nstat_seen++;
   }
   return exists;
@@ -549,26 +566,11 @@ static uint64_t mask_key(const char *view, const struct profile *pr) {
   return h;
 }
 
-/* What a mask of a view must hold, by path below the view: 'w' a
- * whiteout, 'd' a directory on the way to one.  Open addressing over the
- * deny-read paths' own strings: nothing allocated. */
-static struct expected {
-  const char *rel;
-  size_t len;
-  unsigned gen; /* a slot of another check's (or none) is free */
-  char kind;
-} expected[2048];
-static unsigned expected_gen;
-static const struct expected *expected_dirs[1024]; /* the 'd' entries */
-
-static struct expected *expected_slot(const char *rel, size_t len) {
-  size_t i = fnv(FNV_START, rel, len) % ARRAY_SIZE(expected);
-  for (size_t k = 0; k < ARRAY_SIZE(expected); k++, i = (i + 1) % ARRAY_SIZE(expected))
-    if (expected[i].gen != expected_gen ||
-        (expected[i].len == len && memcmp(expected[i].rel, rel, len) == 0))
-      return &expected[i];
-  return NULL;
-}
+/* What a mask of a view must hold, by path below the view (over the
+ * deny-read paths' own strings). */
+static struct memo expected[2048];
+static unsigned expected_gen = 1;
+static const struct memo *expected_dirs[1024]; /* the 'd' entries */
 
 /* Does `dirfd` (the mask's directory for rel[0..len), "" at the top) hold
  * exactly what is expected there?  Counts the whiteouts in *found. */
@@ -584,7 +586,7 @@ static bool listing_matches(int dirfd, const char *rel, size_t len, size_t *foun
       return false;
     child[len] = '/';
     memcpy(child + len + 1, name, n);
-    struct expected *e = expected_slot(child, len + 1 + n);
+    struct memo *e = memo_slot(expected, ARRAY_SIZE(expected), expected_gen, child, len + 1 + n);
     if (!e || e->gen != expected_gen || type != (e->kind == 'w' ? DT_CHR : DT_DIR))
       return false;
     *found += e->kind == 'w';
@@ -608,11 +610,11 @@ static bool mask_matches(const char *mask, const char *view, const struct profil
     for (size_t k = 1; k <= len; k++) {
       if (k < len && rel[k] != '/')
         continue;
-      struct expected *e = expected_slot(rel, k);
+      struct memo *e = memo_slot(expected, ARRAY_SIZE(expected), expected_gen, rel, k);
       if (!e || (e->gen != expected_gen && k < len && ndirs == ARRAY_SIZE(expected_dirs)))
         return false;
       if (e->gen != expected_gen) {
-        *e = (struct expected){rel, k, expected_gen, k == len ? 'w' : 'd'};
+        *e = (struct memo){.path = rel, .len = k, .gen = expected_gen, .kind = k == len ? 'w' : 'd'};
         want += k == len;
         if (k < len)
           expected_dirs[ndirs++] = e;
@@ -621,7 +623,7 @@ static bool mask_matches(const char *mask, const char *view, const struct profil
   }
   /* The top, then every directory expected below it. */
   for (size_t i = 0; i <= ndirs; i++) {
-    const char *rel = i ? expected_dirs[i - 1]->rel : "";
+    const char *rel = i ? expected_dirs[i - 1]->path : "";
     size_t len = i ? expected_dirs[i - 1]->len : 0;
     snprintf(dir, sizeof dir, "%s%.*s", mask, (int)len, rel);
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
