@@ -2,7 +2,8 @@
  * seccomp_rules.c — the sandbox's seccomp program, compiled by libseccomp
  * (it gets the architecture checks and the x32 ABI right): ptrace, reading
  * or writing another process's memory, io_uring (which bypasses seccomp),
- * terminal injection, keyrings, bpf, and — when the policy asks — creating Unix sockets
+ * terminal injection, keyrings, bpf, other processes' limits and priority, and —
+ * when the policy asks — creating Unix sockets
  * or, for the landlock-only adapter, any other socket.
  *
  * The build runs this through tools/seccomp-gen.c and embeds the result
@@ -68,6 +69,17 @@ int seccomp_compile(bool block_unix, bool deny_inet, struct sock_fprog *prog, co
   if (r == 0)
     r = seccomp_rule_add(ctx, deny, SCMP_SYS(ioctl), 1,
                          SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCLINUX));
+  /* Another process's resource limits and priority: changing them needs
+   * only the same uid, and no scoping covers them, so without a pid
+   * namespace (the landlock-only adapter) a command could lower corral's
+   * own supervisor's open-file or CPU limit, or any process of the user's,
+   * and kill or cripple it; inside one, corral's init.  Its own (pid or
+   * who 0) and reading another's stay allowed. */
+  if (r == 0)
+    r = seccomp_rule_add(ctx, deny, SCMP_SYS(prlimit64), 2, SCMP_A0(SCMP_CMP_NE, 0),
+                         SCMP_A2(SCMP_CMP_NE, 0));
+  if (r == 0)
+    r = seccomp_rule_add(ctx, deny, SCMP_SYS(setpriority), 1, SCMP_A1(SCMP_CMP_NE, 0));
   if (r == 0 && block_unix)
     r = seccomp_rule_add(ctx, deny, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
   if (r == 0 && deny_inet)

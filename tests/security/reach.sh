@@ -257,6 +257,22 @@ t "landlock: refuses to run beside sockets it cannot hide"
 XDG_RUNTIME_DIR=$rt SSH_AUTH_SOCK= cr landlock -- true 2>/dev/null; expect_eq 125 $?
 rm -rf "$agentdir" "$rt"; $root && rm -rf /run/corral-reach-$$
 
+# Resource limits and priority of processes outside: only the same uid is
+# needed, and no namespace or scope covers them (a lowered limit kills).
+sleep 60 & hostpids+=($!); victim=$!
+limits_before=$(cat /proc/$victim/limits); nice_before=$(ps -o ni= -p $victim)
+for b in "${backends[@]}"; do
+  t "$b: another process's limits and priority, and the supervisor's"
+  out=$(cr "$b" -- sh -c "prlimit --pid $victim --cpu=1:1 && echo CHANGED; renice -n 19 -p $victim >/dev/null && echo CHANGED
+    p=\$PPID; [ \$p = 1 ] || p=\$(awk '/^PPid/{print \$2}' /proc/\$PPID/status)
+    prlimit --pid \$p --nofile=0:0 && echo CHANGED; mkdir .agents; sleep 0.2" 2>/dev/null); rc=$?
+  expect_not_contains "$out" CHANGED
+  expect_eq 125 $rc "exit (the protected name is still stopped)"
+  expect_absent "$ws/.agents"
+  expect_eq "$limits_before" "$(cat /proc/$victim/limits)" "the host process's limits"
+  expect_eq "$nice_before" "$(ps -o ni= -p $victim)" "the host process's priority"
+done
+
 # --- 4. the caller's keyrings ------------------------------------------
 # A key in the caller's session keyring (joined anew here, so the test
 # owns it) and one in its user keyring: printed, searched, updated or
