@@ -1119,11 +1119,13 @@ static int add_sockets_in(struct path_list *l, const char *dir, struct resolve_c
   return r;
 }
 
+#define SOCKET_SCAN_MAX 65536
+
 /* Every socket below `dir`, `depth` levels down; with `prefix`, only
  * through directories whose name starts with it and that the caller owns
  * (in /tmp: ssh-agent's ssh-<random>; other users' are theirs to guard, and
  * the rest of /tmp is not worth a look on every run).  At most *budget
- * entries are looked at in all: /tmp may hold anything. */
+ * entries are read in all; more is a setup failure. */
 static int add_sockets_below(struct path_list *l, const char *dir, int depth, const char *prefix,
                              size_t *budget, struct resolve_cache *cache, corral_error *err) {
   int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -1134,7 +1136,17 @@ static int add_sockets_below(struct path_list *l, const char *dir, int depth, co
   int r = 0;
   const char *name;
   unsigned char type;
-  while (r == 0 && *budget > 0 && (name = dir_next(&it, &type))) {
+  while (r == 0 && (name = dir_next(&it, &type))) {
+    /* Past the budget nothing is known of what remains, and a command
+     * could have filled /tmp to hide an agent's socket behind it: fail
+     * closed, naming the directory. */
+    if (*budget == 0) {
+      r = error_set(err, CORRAL_ESETUP, 0,
+                    "looking for daemons' sockets: `%s` holds too many entries to look at "
+                    "(more than %d in all); empty it or pass --block-unix-sockets",
+                    dir, SOCKET_SCAN_MAX);
+      break;
+    }
     (*budget)--;
     char path[PATH_MAX];
     if (!cat3(path, sizeof path, dir, "/", name))
@@ -1220,7 +1232,7 @@ static int add_daemon_sockets(struct path_list *l, struct resolve_cache *cache,
    * the user's service manager), /tmp itself and ssh-agent's directories
    * there (ssh-<random>, the user's own); for root, all of /run, since every
    * root-owned socket there lets uid 0 in. */
-  size_t budget = 1024;
+  size_t budget = SOCKET_SCAN_MAX;
   if (run && run[0] == '/')
     snprintf(path, sizeof path, "%s", run);
   else
@@ -1229,7 +1241,7 @@ static int add_daemon_sockets(struct path_list *l, struct resolve_cache *cache,
     r = add_sockets_below(l, path, 2, NULL, &budget, cache, err);
   if (r == 0)
     r = add_sockets_below(l, "/tmp", 1, "ssh-", &budget, cache, err);
-  budget = 1024;
+  budget = SOCKET_SCAN_MAX;
   if (r == 0 && geteuid() == 0)
     r = add_sockets_below(l, "/run", 3, NULL, &budget, cache, err);
   return r;
@@ -1312,7 +1324,8 @@ int profile_resolve(const corral_policy *p, char *const *roots, size_t nroots, s
     r = add_resolved(&pr->deny_read, L[CORRAL_POLICY_DENY_READ].v[i], &cache, err);
   if (r == 0 && p->enforce)
     r = add_secret_stores(&pr->deny_read, &cache, err);
-  if (r == 0 && p->enforce)
+  /* With Unix sockets refused, no daemon's can be reached: none to hide. */
+  if (r == 0 && p->enforce && !p->block_unix)
     r = add_daemon_sockets(&pr->hidden_sockets, &cache, err);
   for (size_t i = 0; i < L[CORRAL_POLICY_ALLOW_READ].n && r == 0; i++)
     r = add_resolved(&pr->allow_read, L[CORRAL_POLICY_ALLOW_READ].v[i], &cache, err);

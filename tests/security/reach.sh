@@ -257,6 +257,18 @@ t "landlock: refuses to run beside sockets it cannot hide"
 XDG_RUNTIME_DIR=$rt SSH_AUTH_SOCK= cr landlock -- true 2>/dev/null; expect_eq 125 $?
 rm -rf "$agentdir" "$rt"; $root && rm -rf /run/corral-reach-$$
 
+t "an agent's socket hidden behind a /tmp filled with entries fails closed"
+fill=/tmp/corral-reach-fill-$$
+python3 -c '
+import os, sys
+for i in range(66000): os.close(os.open("%s-%d" % (sys.argv[1], i), os.O_CREAT | os.O_WRONLY, 0o600))' "$fill"
+err=$(cr linux -- true 2>&1); rc=$?
+expect_eq 125 $rc "exit"; expect_contains "$err" "too many entries"
+cr linux --block-unix-sockets -- true; expect_eq 0 $? "with Unix sockets refused"
+python3 -c '
+import glob, os, sys
+for p in glob.glob(sys.argv[1] + "-*"): os.unlink(p)' "$fill"
+
 # Resource limits and priority of processes outside: only the same uid is
 # needed, and no namespace or scope covers them (a lowered limit kills).
 sleep 60 & hostpids+=($!); victim=$!
