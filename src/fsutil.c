@@ -31,9 +31,13 @@ int mkdir_p(const char *path, mode_t mode) {
   return mkdir(buf, mode) < 0 && errno != EEXIST ? -1 : 0;
 }
 
-void dir_rewind(struct dir_iter *it, int fd) {
+void dir_start(struct dir_iter *it, int fd) {
   it->fd = fd;
   it->got = it->off = 0;
+}
+
+void dir_rewind(struct dir_iter *it, int fd) {
+  dir_start(it, fd);
   lseek(fd, 0, SEEK_SET);
 }
 

@@ -84,6 +84,7 @@ struct dir_iter {
   long got, off;
   char buf[4096] __attribute__((aligned(8)));
 };
+void dir_start(struct dir_iter *it, int fd); /* fd just opened */
 void dir_rewind(struct dir_iter *it, int fd);
 const char *dir_next(struct dir_iter *it, unsigned char *type);
 

@@ -610,6 +610,13 @@ static _Noreturn void init_main(const launch_plan *plan, int stdio[3], int repor
       snprintf(dir, sizeof dir, "%.*s", (int)(strrchr(w, '/') - w), w);
       if (lstat(w, &watched[k].was) < 0)
         watched[k].was.st_nlink = 0;
+      /* The names of one directory come together: one watch serves them. */
+      size_t dlen = strlen(dir);
+      if (k > 0 && strncmp(plan->watch[k - 1], dir, dlen) == 0 &&
+          strrchr(plan->watch[k - 1], '/') == plan->watch[k - 1] + dlen) {
+        watched[k].wd = watched[k - 1].wd;
+        continue;
+      }
       /* Fail closed: an unwatched protected path could be planted. */
       if ((watched[k].wd = inotify_add_watch(st.watch_fd, dir,
                                              IN_CREATE | IN_MOVED_TO | IN_ONLYDIR)) < 0) {

@@ -410,7 +410,7 @@ static void listing_read(struct listing *l, const char *dir) {
   if (fd < 0)
     return;
   struct dir_iter it;
-  dir_rewind(&it, fd);
+  dir_start(&it, fd);
   size_t cap = 0, used = 0, ncap = 0;
   unsigned char *types = NULL, type;
   const char *name;
@@ -448,9 +448,10 @@ static void listing_read(struct listing *l, const char *dir) {
   free(types);
 }
 
-/* 0: `name` is not in parent i; 1: it is, and no symlink; -1: unknown
- * (look it up the slow way). */
-static int listing_find(struct resolve_cache *c, size_t i, const char *name) {
+/* 0: `name` is not in parent i; 1: it is, and no symlink (its d_type in
+ * *type); -1: unknown (look it up the slow way). */
+static int listing_find(struct resolve_cache *c, size_t i, const char *name,
+                        unsigned char *type) {
   struct listing *l = &c->list[i];
   if (l->state == 0 && ++l->lookups >= 2)
     listing_read(l, c->out[i]);
@@ -459,10 +460,12 @@ static int listing_find(struct resolve_cache *c, size_t i, const char *name) {
   struct listed key = {name, 0}, *hit = bsearch(&key, l->by_name, l->n, sizeof key, by_name);
   if (!hit)
     return 0;
+  *type = hit->type;
   return hit->type == DT_LNK || hit->type == DT_UNKNOWN ? -1 : 1;
 }
 
 static bool resolve_parent(const char *path, char out[PATH_MAX], struct resolve_cache *c);
+static bool remember_parent(struct resolve_cache *c, const char *in, const char *out);
 static ssize_t cache_index(const struct resolve_cache *c, const char *path);
 
 /* `path` resolved from its deepest cached ancestor through listings, or
@@ -496,7 +499,8 @@ static char *walk_listed(struct resolve_cache *c, const char *path) {
     memcpy(comp, name, n);
     comp[n] = '\0';
     c->list[idx].lookups++; /* walked into: worth reading at once */
-    int found = listing_find(c, (size_t)idx, comp);
+    unsigned char type = DT_UNKNOWN;
+    int found = listing_find(c, (size_t)idx, comp, &type);
     size_t rlen = strlen(real);
     if (found < 0 || rlen + n + 2 > sizeof real)
       return NULL;
@@ -513,10 +517,13 @@ static char *walk_listed(struct resolve_cache *c, const char *path) {
         cat3(out, need, real, path + done, "");
       return out;
     }
-    /* A directory on the way: known from here on. */
+    /* A directory on the way: known from here on.  Listed as one (no
+     * symlink), its real path is the parent's and its name. */
     memcpy(prefix, path, done);
     prefix[done] = '\0';
-    if (!resolve_parent(prefix, real, c) || (idx = cache_index(c, prefix)) < 0)
+    if (type == DT_DIR && remember_parent(c, prefix, real))
+      idx = (ssize_t)c->n - 1;
+    else if (!resolve_parent(prefix, real, c) || (idx = cache_index(c, prefix)) < 0)
       return NULL;
   }
   return NULL;
@@ -627,15 +634,22 @@ static bool resolve_parent(const char *path, char out[PATH_MAX], struct resolve_
       remember_missing(c, path, strlen(path));
     return false;
   }
-  if (c && c->n < ARRAY_SIZE(c->in)) {
-    char *in = strdup(path), *o = strdup(out);
-    if (in && o) {
-      c->in[c->n] = in;
-      c->out[c->n++] = o;
-    } else {
-      free(in), free(o);
-    }
+  if (c)
+    remember_parent(c, path, out);
+  return true;
+}
+
+/* `in` resolves to `out`, a directory; false when the cache is full. */
+static bool remember_parent(struct resolve_cache *c, const char *in, const char *out) {
+  if (c->n == ARRAY_SIZE(c->in))
+    return false;
+  char *i = strdup(in), *o = strdup(out);
+  if (!i || !o) {
+    free(i), free(o);
+    return false;
   }
+  c->in[c->n] = i;
+  c->out[c->n++] = o;
   return true;
 }
 
@@ -1132,7 +1146,7 @@ static int add_sockets_below(struct path_list *l, const char *dir, int depth, co
   if (fd < 0)
     return 0;
   struct dir_iter it; /* no DIR: opendir's 32 KiB buffer per directory shows */
-  dir_rewind(&it, fd);
+  dir_start(&it, fd);
   int r = 0;
   const char *name;
   unsigned char type;

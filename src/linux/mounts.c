@@ -579,7 +579,7 @@ static bool listing_matches(int dirfd, const char *rel, size_t len, size_t *foun
   char child[PATH_MAX];
   unsigned char type;
   memcpy(child, rel, len);
-  dir_rewind(&it, dirfd);
+  dir_start(&it, dirfd);
   for (const char *name; (name = dir_next(&it, &type));) {
     size_t n = strlen(name);
     if (len + 1 + n >= sizeof child)
