@@ -14,7 +14,10 @@
 #include <limits.h>
 #include <stdio.h>
 #include <strings.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "../internal.h"
 #include "../policy.h"
@@ -188,6 +191,63 @@ static int protect_between(struct profile *pr, struct path_list *watch, const ch
   return r;
 }
 
+/* Repositories nested in write root `root` (a vendored clone, a
+ * sub-project): each gets what the top one gets.  Looked for breadth
+ * first, NESTED_DEPTH levels down and among NESTED_DIRS directories at
+ * most, since it costs start-up time on every run; not through symlinks,
+ * not inside a .git or node_modules, and not in a shared temporary
+ * directory such as /tmp (sticky: other users' files; only its top is
+ * watched). */
+#define NESTED_DEPTH 2
+#define NESTED_DIRS 256
+#define NESTED_REPOS 32
+static int protect_nested(struct profile *pr, struct path_list *watch, const char *root) {
+  struct stat st;
+  if (stat(root, &st) < 0 || !S_ISDIR(st.st_mode) || (st.st_mode & S_ISVTX))
+    return 0;
+  struct path_list dirs = {0};
+  unsigned char depth[NESTED_DIRS];
+  int r = path_list_add(&dirs, root), repos = 0;
+  depth[0] = 0;
+  for (size_t i = 0; r == 0 && i < dirs.n && repos < NESTED_REPOS; i++) {
+    char path[PATH_MAX];
+    bool repo = false;
+    if (depth[i] == NESTED_DEPTH) { /* the last level: only is it one? */
+      repo = snprintf(path, sizeof path, "%s/.git", dirs.v[i]) < (int)sizeof path &&
+             lstat(path, &st) == 0;
+    } else {
+      int fd = open(dirs.v[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      struct dir_iter it;
+      unsigned char type;
+      if (fd >= 0)
+        dir_start(&it, fd);
+      for (const char *name; r == 0 && fd >= 0 && (name = dir_next(&it, &type));) {
+        if (strcmp(name, ".git") == 0) {
+          repo = true;
+          continue;
+        }
+        if (type == DT_UNKNOWN && fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+          type = S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
+        if (type != DT_DIR || dirs.n == NESTED_DIRS || strcmp(name, "node_modules") == 0 ||
+            snprintf(path, sizeof path, "%s/%s", dirs.v[i], name) >= (int)sizeof path)
+          continue;
+        depth[dirs.n] = depth[i] + 1;
+        r = path_list_add(&dirs, path);
+      }
+      if (fd >= 0)
+        close(fd);
+    }
+    if (r == 0 && repo && i > 0) { /* the top one is protect_repo's already */
+      repos++;
+      r = protect_repo(pr, watch, dirs.v[i]);
+      if (r == 0)
+        r = protect_submodules(pr, watch, dirs.v[i]);
+    }
+  }
+  path_list_free(&dirs);
+  return r;
+}
+
 int protect_prepare(struct profile *pr, struct path_list *watch, corral_error *err) {
   for (size_t i = 0; i < pr->write_roots.n; i++) {
     const char *root = pr->write_roots.v[i];
@@ -198,6 +258,8 @@ int protect_prepare(struct profile *pr, struct path_list *watch, corral_error *e
         r = protect_between(pr, watch, pr->write_roots.v[k], root);
     if (r == 0)
       r = protect_submodules(pr, watch, root);
+    if (r == 0)
+      r = protect_nested(pr, watch, root);
     for (size_t k = 0; k < pr->protected_names.n && r == 0; k++)
       r = protect(pr, watch, root, pr->protected_names.v[k]);
     if (r < 0)

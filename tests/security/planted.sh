@@ -87,7 +87,17 @@ gitc init -q "$ws/hp" && mkdir -p "$ws/hp/.husky" && gitc -C "$ws/hp" config cor
 (cd "$ws/hp" && cr -- sh -c "printf '#!/bin/sh\ntouch $mark\n' > .husky/pre-commit && chmod +x .husky/pre-commit") >/dev/null 2>&1
 (cd "$ws/hp" && gitc commit -q --allow-empty -m x >/dev/null 2>&1); expect_absent "$mark"
 expect_absent "$ws/hp/.husky/pre-commit"
-rm -rf "$ws/plain" "$ws/repo" "$ws/super" "$ws/hl" "$ws/hp" "$fakehome/libsrc" "$fakehome/realhooks"
+t "repositories nested in the work tree (not submodules) are protected like the top one"
+gitc init -q "$ws/nest" && mkdir -p "$ws/nest/vendor" && gitc init -q "$ws/nest/sub" &&
+  gitc init -q "$ws/nest/vendor/lib"
+json=$(cd "$ws/nest" && cr --json -- sh -c "for r in sub vendor/lib; do (cd \$r && $fsmon; rm -rf .git/hooks; mkdir -p .git/hooks; printf '#!/bin/sh\ntouch $mark\n' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit; cd .. && mv \$r/.git \$r/.git-away); done; echo went-on"); rc=$?
+expect_eq 0 $rc "exit"
+expect_contains "$(printf '%s' "$json" | json_get stdout)" went-on
+for r in sub vendor/lib; do
+  (cd "$ws/nest/$r" && git status >/dev/null 2>&1 && gitc commit -q --allow-empty -m x >/dev/null 2>&1)
+  expect_absent "$mark"; expect_absent "$ws/nest/$r/.git-away"
+done
+rm -rf "$ws/plain" "$ws/repo" "$ws/super" "$ws/hl" "$ws/hp" "$ws/nest" "$fakehome/libsrc" "$fakehome/realhooks"
 
 # --- a protected name another user makes in a shared write root ---------
 if [ "$(id -u)" -eq 0 ] && id corraltest >/dev/null 2>&1 && [ ! -e /tmp/.agents ]; then
