@@ -178,8 +178,8 @@ typedef struct corral_request {
   corral_capability *capabilities;
   size_t ncapabilities;
   char *approval_session_id;     /* approval.sessionId, may be NULL */
-  char *approval_policy_version; /* approval.policyVersion, may be NULL */
-  bool approval_set;
+  long approval_policy_version;  /* approval.policyVersion (zero's is 1) */
+  bool approval_set;             /* an approval object was given */
 } corral_request;
 
 CORRAL_EXTERN void corral_request_init(corral_request *req);
@@ -201,7 +201,9 @@ CORRAL_EXTERN int corral_request_validate(const corral_request *req, corral_erro
 typedef struct corral_exit {
   bool present;
   int code;   /* exit code, -1 when the command never ran */
-  int signal; /* terminating signal, 0 when it exited */
+  int signal; /* terminating signal, 0 when it exited ("SIGKILL" in JSON) */
+  char *signal_text; /* owned, may be NULL: exit.signal as decoded when it
+                        names no signal known here (kept, not invented) */
 } corral_exit;
 
 typedef struct corral_denial {
@@ -217,6 +219,8 @@ typedef struct corral_enforcement {
   bool present;
   char *backend; /* owned: "linux", "landlock", "direct", ... */
   corral_level level;
+  char *level_text; /* owned, may be NULL: a level not known here (zero's
+                       "unelevated"), kept as decoded; level is then 0 */
   bool degraded;
   char *downgrade_reason; /* owned, may be NULL */
 } corral_enforcement;
@@ -231,7 +235,9 @@ typedef struct corral_change {
 typedef struct corral_outcome {
   corral_state state;
   corral_kind kind;
-  long process_id; /* 0 when none */
+  long process_id; /* the OS pid, 0 when none */
+  char *process_ref; /* owned, may be NULL: processId when it is not the OS
+                        pid — a live session's id, or the text decoded */
   corral_exit exit;
   corral_denial denial;
   corral_enforcement enforcement;
@@ -239,6 +245,7 @@ typedef struct corral_outcome {
   size_t nchanges;
   bool changes_present;  /* false: no change report was asked for or made */
   bool launched;         /* did the requested program itself start? */
+  bool launched_known;   /* false: nobody said (a decoded zero outcome) */
   char *message;         /* owned, may be NULL: why, in words (not in the Go contract) */
   char *changes_skipped; /* owned, may be NULL: why there is no change report */
 } corral_outcome;

@@ -36,6 +36,8 @@ int enforcement_set(corral_enforcement *enf, const char *backend, corral_level l
                     const char *reason) {
   free(enf->backend);
   free(enf->downgrade_reason);
+  free(enf->level_text);
+  enf->level_text = NULL;
   enf->present = true;
   enf->backend = strdup(backend);
   enf->level = level;

@@ -57,6 +57,7 @@ static void setup_failure(corral_outcome *out) {
 
 int classify_outcome(const struct run_facts *f, launch_report *rep, const char *name,
                      corral_outcome *out) {
+  out->launched_known = true;
   if (f->never_ran) {
     out->launched = false;
     setup_failure(out);

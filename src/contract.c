@@ -95,7 +95,6 @@ void corral_request_free(corral_request *req) {
     free(req->capabilities[i].scope);
   free(req->capabilities);
   free(req->approval_session_id);
-  free(req->approval_policy_version);
   corral_request_init(req);
 }
 
@@ -187,7 +186,10 @@ void corral_outcome_free(corral_outcome *out) {
   free(out->denial.capability.scope);
   free(out->denial.reason);
   free(out->enforcement.backend);
+  free(out->enforcement.level_text);
   free(out->enforcement.downgrade_reason);
+  free(out->exit.signal_text);
+  free(out->process_ref);
   for (size_t i = 0; i < out->nchanges; i++)
     free(out->changes[i].path);
   free(out->changes);
@@ -225,7 +227,7 @@ int corral_outcome_validate(const corral_outcome *out, corral_error *err) {
     if (out->kind != CORRAL_KIND_RUNNING)
       return error_set(err, CORRAL_EINVALID, 0, "field `kind`: state `%s` needs kind `running`",
                        state);
-    if (out->process_id <= 0)
+    if (out->process_id <= 0 && str_blank(out->process_ref))
       return error_set(err, CORRAL_EINVALID, 0,
                        "field `processId`: state `%s` needs a process id", state);
     return 0;

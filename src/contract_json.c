@@ -1,7 +1,11 @@
 /*
  * contract_json.c — the JSON form of the execution contract.
  *
- * Field names are camelCase exactly as DESIGN.md lists them.  Decoding:
+ * Field names and JSON types are zero's (the facts in zero-contract.md):
+ * what zero writes decodes here, and what is written here decodes into
+ * zero's types and passes its rules.  corral's own fields (`launched`,
+ * `message`, `changesSkipped`) are extra keys zero ignores, written only
+ * when known.  Decoding:
  *  1. syntax errors name the byte position jansson reports;
  *  2. a field of the wrong type or an unknown enum value names the field by
  *     its full path ("command.args[1]", "denial.capability.kind");
@@ -9,7 +13,9 @@
  *  4. decoding does not apply the validation rules: call *_validate for that.
  */
 #include <jansson.h>
+#include <signal.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "internal.h"
 #include "json_util.h"
@@ -71,6 +77,17 @@ int json_get_int(json_t *obj, const char *key, const char *path, long *dst, bool
   *dst = (long)i;
   if (present)
     *present = true;
+  return 0;
+}
+
+static int get_long(json_t *obj, const char *key, const char *path, long *dst,
+                    corral_error *err) {
+  json_t *v = json_object_get(obj, key);
+  if (!v || json_is_null(v))
+    return 0;
+  if (!json_is_integer(v))
+    return error_set(err, CORRAL_EBADJSON, 0, "field `%s`: expected an integer", path);
+  *dst = (long)json_integer_value(v);
   return 0;
 }
 
@@ -196,8 +213,8 @@ static int decode_request(json_t *root, corral_request *req, corral_error *err) 
     req->approval_set = true;
     if ((r = json_get_string(approval, "sessionId", "approval.sessionId",
                              &req->approval_session_id, err)) < 0 ||
-        (r = json_get_string(approval, "policyVersion", "approval.policyVersion",
-                             &req->approval_policy_version, err)) < 0)
+        (r = get_long(approval, "policyVersion", "approval.policyVersion",
+                    &req->approval_policy_version, err)) < 0)
       return r;
   }
   caps = json_object_get(root, "capabilities");
@@ -244,9 +261,9 @@ static json_t *string_array(char *const *v, size_t n) {
 
 static json_t *capability_json(const corral_capability *cap) {
   json_t *o = json_object();
-  json_object_set_new(o, "kind",
-                      json_string(corral_enum_name(CORRAL_ENUM_CAPABILITY, (int)cap->kind)));
-  if (cap->scope)
+  const char *kind = corral_enum_name(CORRAL_ENUM_CAPABILITY, (int)cap->kind);
+  json_object_set_new(o, "kind", json_string(kind ? kind : ""));
+  if (cap->scope && *cap->scope)
     json_object_set_new(o, "scope", json_string(cap->scope));
   return o;
 }
@@ -263,28 +280,40 @@ static void set_string(json_t *o, const char *key, const char *value) {
     json_object_set_new(o, key, json_string(value));
 }
 
+static void set_nonempty(json_t *o, const char *key, const char *value) {
+  if (value && *value)
+    json_object_set_new(o, key, json_string(value));
+}
+
+/* As zero writes a request: args and capabilities only when there are
+ * some; env when one is set (an empty one too: corral tells "empty" from
+ * "inherit"); workspaceRoots and approval always. */
 json_t *request_to_json_value(const corral_request *req) {
   json_t *o = json_object();
   set_enum(o, "origin", CORRAL_ENUM_ORIGIN, (int)req->origin);
   set_enum(o, "mode", CORRAL_ENUM_MODE, (int)req->mode);
   json_t *command = json_object();
-  set_string(command, "name", req->name);
-  json_object_set_new(command, "args", string_array(req->args, req->nargs));
+  json_object_set_new(command, "name", json_string(req->name ? req->name : ""));
+  if (req->nargs)
+    json_object_set_new(command, "args", string_array(req->args, req->nargs));
   if (req->env_set)
     json_object_set_new(command, "env", string_array(req->env, req->nenv));
   json_object_set_new(o, "command", command);
-  set_string(o, "workingDirectory", req->working_directory);
-  json_object_set_new(o, "workspaceRoots", string_array(req->workspace_roots, req->nroots));
-  json_t *caps = json_array();
-  for (size_t i = 0; i < req->ncapabilities; i++)
-    json_array_append_new(caps, capability_json(&req->capabilities[i]));
-  json_object_set_new(o, "capabilities", caps);
-  if (req->approval_set) {
-    json_t *a = json_object();
-    set_string(a, "sessionId", req->approval_session_id);
-    set_string(a, "policyVersion", req->approval_policy_version);
-    json_object_set_new(o, "approval", a);
+  json_object_set_new(o, "workingDirectory",
+                      json_string(req->working_directory ? req->working_directory : ""));
+  json_object_set_new(o, "workspaceRoots", req->nroots
+                                               ? string_array(req->workspace_roots, req->nroots)
+                                               : json_null());
+  if (req->ncapabilities) {
+    json_t *caps = json_array();
+    for (size_t i = 0; i < req->ncapabilities; i++)
+      json_array_append_new(caps, capability_json(&req->capabilities[i]));
+    json_object_set_new(o, "capabilities", caps);
   }
+  json_t *a = json_object();
+  set_nonempty(a, "sessionId", req->approval_session_id);
+  json_object_set_new(a, "policyVersion", json_integer(req->approval_policy_version));
+  json_object_set_new(o, "approval", a);
   return o;
 }
 
@@ -300,12 +329,76 @@ char *corral_request_to_json(const corral_request *req) {
 
 /* ------------------------------------------------------------ outcome */
 
+/* processId: zero's is a string (the OS pid, or a live session's id);
+ * an integer (what corral wrote before) is read too. */
+static int get_process_id(json_t *root, corral_outcome *out, corral_error *err) {
+  json_t *v = json_object_get(root, "processId");
+  if (!v || json_is_null(v))
+    return 0;
+  if (json_is_integer(v)) {
+    out->process_id = (long)json_integer_value(v);
+    return 0;
+  }
+  int r = json_get_string(root, "processId", "processId", &out->process_ref, err);
+  if (r < 0 || !out->process_ref)
+    return r;
+  char *end;
+  errno = 0;
+  long pid = strtol(out->process_ref, &end, 10);
+  if (out->process_ref[0] >= '1' && out->process_ref[0] <= '9' && !*end && !errno &&
+      pid <= INT32_MAX) {
+    out->process_id = pid;
+    free(out->process_ref);
+    out->process_ref = NULL;
+  }
+  return 0;
+}
+
+/* The signal's name as written ("SIGKILL"), or NULL for none. */
+static const char *signal_name(int sig, char buf[16]) {
+  const char *abbrev = sig > 0 ? sigabbrev_np(sig) : NULL;
+  if (sig <= 0)
+    return NULL;
+  if (abbrev)
+    snprintf(buf, 16, "SIG%s", abbrev);
+  else
+    snprintf(buf, 16, "SIG%d", sig);
+  return buf;
+}
+
+/* exit.signal: zero's is a string, omitted when there is none; a name
+ * known here ("SIGKILL", "KILL") is its number, anything else is kept as
+ * text.  An integer (what corral wrote before) is read too. */
+static int get_signal(json_t *exit, corral_exit *e, corral_error *err) {
+  json_t *v = json_object_get(exit, "signal");
+  if (!v || json_is_null(v))
+    return 0;
+  if (json_is_integer(v)) {
+    e->signal = (int)json_integer_value(v);
+    return 0;
+  }
+  int r = json_get_string(exit, "signal", "exit.signal", &e->signal_text, err);
+  if (r < 0 || !e->signal_text || !*e->signal_text)
+    return r;
+  const char *name = strncmp(e->signal_text, "SIG", 3) == 0 ? e->signal_text + 3 : e->signal_text;
+  for (int sig = 1; sig < NSIG; sig++) {
+    char buf[16];
+    if (strcmp(signal_name(sig, buf) + 3, name) == 0) {
+      e->signal = sig;
+      free(e->signal_text);
+      e->signal_text = NULL;
+      break;
+    }
+  }
+  return 0;
+}
+
 static int decode_outcome(json_t *root, corral_outcome *out, corral_error *err) {
   int r;
   json_t *exit, *denial, *enf, *changes;
   if ((r = get_enum(root, "state", "state", CORRAL_ENUM_STATE, (int *)&out->state, err)) < 0 ||
       (r = get_enum(root, "kind", "kind", CORRAL_ENUM_KIND, (int *)&out->kind, err)) < 0 ||
-      (r = json_get_int(root, "processId", "processId", &out->process_id, NULL, err)) < 0 ||
+      (r = get_process_id(root, out, err)) < 0 ||
       (r = json_get_bool(root, "launched", "launched", &out->launched, err)) < 0 ||
       (r = json_get_string(root, "message", "message", &out->message, err)) < 0 ||
       (r = json_get_string(root, "changesSkipped", "changesSkipped", &out->changes_skipped,
@@ -314,14 +407,15 @@ static int decode_outcome(json_t *root, corral_outcome *out, corral_error *err) 
       (r = get_object(root, "denial", "denial", &denial, err)) < 0 ||
       (r = get_object(root, "enforcement", "enforcement", &enf, err)) < 0)
     return r;
+  json_t *launched = json_object_get(root, "launched");
+  out->launched_known = launched && !json_is_null(launched);
   if (exit) {
-    long code = 0, sig = 0;
+    long code = 0;
     out->exit.present = true;
     if ((r = json_get_int(exit, "code", "exit.code", &code, NULL, err)) < 0 ||
-        (r = json_get_int(exit, "signal", "exit.signal", &sig, NULL, err)) < 0)
+        (r = get_signal(exit, &out->exit, err)) < 0)
       return r;
     out->exit.code = (int)code;
-    out->exit.signal = (int)sig;
   }
   if (denial) {
     corral_denial *d = &out->denial;
@@ -348,12 +442,17 @@ static int decode_outcome(json_t *root, corral_outcome *out, corral_error *err) 
     corral_enforcement *e = &out->enforcement;
     e->present = true;
     if ((r = json_get_string(enf, "backend", "enforcement.backend", &e->backend, err)) < 0 ||
-        (r = get_enum(enf, "level", "enforcement.level", CORRAL_ENUM_LEVEL, (int *)&e->level,
-                      err)) < 0 ||
+        (r = json_get_string(enf, "level", "enforcement.level", &e->level_text, err)) < 0 ||
         (r = json_get_bool(enf, "degraded", "enforcement.degraded", &e->degraded, err)) < 0 ||
         (r = json_get_string(enf, "downgradeReason", "enforcement.downgradeReason",
                              &e->downgrade_reason, err)) < 0)
       return r;
+    /* A level known here is its value; another (zero's "unelevated") is
+     * kept as it came: the contract treats it as a free string. */
+    if (e->level_text && (e->level = corral_enum_parse(CORRAL_ENUM_LEVEL, e->level_text))) {
+      free(e->level_text);
+      e->level_text = NULL;
+    }
   }
   changes = json_object_get(root, "changes");
   if (changes && !json_is_null(changes)) {
@@ -404,49 +503,67 @@ int corral_outcome_from_json(const char *json, size_t len, corral_outcome *out,
   return 0;
 }
 
+/* As zero writes an outcome: processId a string, exit.signal a signal's
+ * name (each omitted when there is none), enforcement always (`{}` when
+ * unknown) with its empty fields left out, a change's aggregated and
+ * count only when set; corral's own fields after. */
 json_t *outcome_to_json_value(const corral_outcome *out) {
   json_t *o = json_object();
+  char buf[32];
   set_enum(o, "state", CORRAL_ENUM_STATE, (int)out->state);
   set_enum(o, "kind", CORRAL_ENUM_KIND, (int)out->kind);
-  if (out->process_id > 0)
-    json_object_set_new(o, "processId", json_integer(out->process_id));
-  if (out->exit.present)
-    json_object_set_new(o, "exit",
-                        json_pack("{s:i,s:i}", "code", out->exit.code, "signal", out->exit.signal));
+  if (out->process_ref && *out->process_ref) {
+    json_object_set_new(o, "processId", json_string(out->process_ref));
+  } else if (out->process_id > 0) {
+    snprintf(buf, sizeof buf, "%ld", out->process_id);
+    json_object_set_new(o, "processId", json_string(buf));
+  }
+  if (out->exit.present) {
+    json_t *ej = json_pack("{s:i}", "code", out->exit.code);
+    const char *sig = out->exit.signal_text ? out->exit.signal_text
+                                            : signal_name(out->exit.signal, buf);
+    set_nonempty(ej, "signal", sig);
+    json_object_set_new(o, "exit", ej);
+  }
   if (out->denial.present) {
     const corral_denial *d = &out->denial;
+    const char *source = corral_enum_name(CORRAL_ENUM_SOURCE, (int)d->source),
+               *next = corral_enum_name(CORRAL_ENUM_NEXT_ACTION, (int)d->next_action);
     json_t *dj = json_object();
     json_object_set_new(dj, "capability", capability_json(&d->capability));
-    set_enum(dj, "source", CORRAL_ENUM_SOURCE, (int)d->source);
-    set_string(dj, "reason", d->reason);
+    json_object_set_new(dj, "source", json_string(source ? source : ""));
+    json_object_set_new(dj, "reason", json_string(d->reason ? d->reason : ""));
     json_object_set_new(dj, "recoverable", json_boolean(d->recoverable));
-    set_enum(dj, "nextAction", CORRAL_ENUM_NEXT_ACTION, (int)d->next_action);
+    json_object_set_new(dj, "nextAction", json_string(next ? next : ""));
     json_object_set_new(o, "denial", dj);
   }
-  if (out->enforcement.present) {
-    const corral_enforcement *e = &out->enforcement;
-    json_t *ej = json_object();
-    set_string(ej, "backend", e->backend);
-    set_enum(ej, "level", CORRAL_ENUM_LEVEL, (int)e->level);
-    json_object_set_new(ej, "degraded", json_boolean(e->degraded));
-    set_string(ej, "downgradeReason", e->downgrade_reason);
-    json_object_set_new(o, "enforcement", ej);
-  }
+  const corral_enforcement *e = &out->enforcement;
+  json_t *ej = json_object();
+  set_nonempty(ej, "backend", e->backend);
+  const char *level = e->level_text ? e->level_text : corral_enum_name(CORRAL_ENUM_LEVEL, (int)e->level);
+  set_nonempty(ej, "level", level);
+  if (e->degraded)
+    json_object_set_new(ej, "degraded", json_true());
+  set_nonempty(ej, "downgradeReason", e->downgrade_reason);
+  json_object_set_new(o, "enforcement", ej);
   if (out->changes_present) {
     json_t *a = json_array();
     for (size_t i = 0; i < out->nchanges; i++) {
       const corral_change *c = &out->changes[i];
       json_t *cj = json_object();
-      set_string(cj, "path", c->path);
+      json_object_set_new(cj, "path", json_string(c->path ? c->path : ""));
       set_enum(cj, "kind", CORRAL_ENUM_CHANGE, (int)c->kind);
-      json_object_set_new(cj, "aggregated", json_boolean(c->aggregated));
-      json_object_set_new(cj, "count", json_integer(c->count));
+      if (c->aggregated)
+        json_object_set_new(cj, "aggregated", json_true());
+      if (c->count)
+        json_object_set_new(cj, "count", json_integer(c->count));
       json_array_append_new(a, cj);
     }
     json_object_set_new(o, "changes", a);
   }
   set_string(o, "changesSkipped", out->changes_skipped);
-  json_object_set_new(o, "launched", json_boolean(out->launched));
+  if (out->launched_known || out->launched)
+    json_object_set_new(o, "launched", json_boolean(out->launched));
   set_string(o, "message", out->message);
   return o;
 }

@@ -467,11 +467,17 @@ static void fill_result(corral_sessions *m, struct session *s, corral_session_re
     remove_session(m, s);
     return;
   }
+  /* Live, it is retained by the manager: zero's shape for that is state
+   * `retained` with the session's id as processId. */
   res->session_id = s->id;
-  res->outcome.state = CORRAL_STATE_RUNNING;
+  res->outcome.state = CORRAL_STATE_RETAINED;
   res->outcome.kind = CORRAL_KIND_RUNNING;
   res->outcome.process_id = s->child.pid;
-  res->outcome.launched = true;
+  char id[32];
+  snprintf(id, sizeof id, "%ld", s->id);
+  free(res->outcome.process_ref);
+  res->outcome.process_ref = strdup(id);
+  res->outcome.launched = res->outcome.launched_known = true;
   corral_outcome tmp;
   corral_outcome_init(&tmp);
   if (outcome_copy(&s->outcome, &tmp) == 0) { /* the enforcement, prepared at start */

@@ -15,7 +15,7 @@ static const char full_request[] =
     "\"command\":{\"name\":\"npm\",\"args\":[\"test\",\"--\",\"-x\"],\"env\":[\"A=1\",\"B=two=2\"]},"
     "\"workingDirectory\":\"/w/app\",\"workspaceRoots\":[\"/w\",\"/x\"],"
     "\"capabilities\":[{\"kind\":\"workspace_write\",\"scope\":\"/w\"},{\"kind\":\"unrestricted\"}],"
-    "\"approval\":{\"sessionId\":\"s-1\",\"policyVersion\":\"7\"}}";
+    "\"approval\":{\"sessionId\":\"s-1\",\"policyVersion\":7}}";
 
 static void test_request_round_trip(void **state) {
   (void)state;
@@ -32,7 +32,7 @@ static void test_request_round_trip(void **state) {
   assert_string_equal(r.workspace_roots[1], "/x");
   assert_int_equal(r.ncapabilities, 2);
   assert_null(r.capabilities[1].scope);
-  assert_string_equal(r.approval_policy_version, "7");
+  assert_int_equal(r.approval_policy_version, 7);
   char *json = corral_request_to_json(&r);
   assert_string_equal(json, full_request);
 
@@ -91,13 +91,13 @@ static void test_request_bad_json(void **state) {
 static void test_outcome_round_trip(void **state) {
   (void)state;
   const char *in =
-      "{\"state\":\"denied\",\"kind\":\"enforcement_denied\",\"processId\":4242,"
-      "\"exit\":{\"code\":-1,\"signal\":9},"
+      "{\"state\":\"denied\",\"kind\":\"enforcement_denied\",\"processId\":\"4242\","
+      "\"exit\":{\"code\":-1,\"signal\":\"SIGKILL\"},"
       "\"denial\":{\"capability\":{\"kind\":\"protected_metadata\",\"scope\":\"/w/.agents\"},"
       "\"source\":\"configured_policy\",\"reason\":\"blocked\",\"recoverable\":true,"
       "\"nextAction\":\"request_approval\"},"
-      "\"enforcement\":{\"backend\":\"linux\",\"level\":\"native\",\"degraded\":false},"
-      "\"changes\":[{\"path\":\"a/b.txt\",\"kind\":\"created\",\"aggregated\":false,\"count\":0},"
+      "\"enforcement\":{\"backend\":\"linux\",\"level\":\"native\"},"
+      "\"changes\":[{\"path\":\"a/b.txt\",\"kind\":\"created\"},"
       "{\"path\":\"node_modules/\",\"kind\":\"modified\",\"aggregated\":true,\"count\":-1}],"
       "\"launched\":true,\"message\":\"why\"}";
   corral_outcome o;
@@ -105,12 +105,73 @@ static void test_outcome_round_trip(void **state) {
   assert_int_equal(corral_outcome_from_json(in, strlen(in), &o, &err), 0);
   assert_int_equal(corral_outcome_validate(&o, &err), 0);
   assert_int_equal(o.exit.signal, 9);
+  assert_int_equal(o.process_id, 4242);
   assert_string_equal(o.denial.capability.scope, "/w/.agents");
   assert_int_equal(o.changes[1].count, -1);
   char *out = corral_outcome_to_json(&o);
   assert_string_equal(out, in);
   free(out);
   corral_outcome_free(&o);
+}
+
+/* What zero writes: no `launched` (not invented on the way back), a level
+ * corral does not know, a signal name it does not know, a live session's
+ * id as processId, an empty enforcement. */
+static void test_outcome_from_zero(void **state) {
+  (void)state;
+  static const char *const kept[] = {
+      "{\"state\":\"failed\",\"kind\":\"application_failure\",\"processId\":\"77\","
+      "\"exit\":{\"code\":-1,\"signal\":\"killed\"},"
+      "\"enforcement\":{\"backend\":\"seatbelt\",\"level\":\"unelevated\",\"degraded\":true,"
+      "\"downgradeReason\":\"no admin\"}}",
+      "{\"state\":\"retained\",\"kind\":\"running\",\"processId\":\"sess-9\","
+      "\"enforcement\":{}}",
+      "{\"state\":\"failed\",\"kind\":\"sandbox_setup_failure\",\"exit\":{\"code\":-1},"
+      "\"enforcement\":{},\"launched\":false}",
+  };
+  for (size_t i = 0; i < sizeof kept / sizeof *kept; i++) {
+    corral_outcome o;
+    corral_error err = {0};
+    assert_int_equal(corral_outcome_from_json(kept[i], strlen(kept[i]), &o, &err), 0);
+    assert_int_equal(corral_outcome_validate(&o, &err), 0);
+    char *out = corral_outcome_to_json(&o);
+    assert_string_equal(out, kept[i]);
+    free(out);
+    corral_outcome_free(&o);
+  }
+  /* An earlier corral's integers are read too. */
+  const char *old = "{\"state\":\"failed\",\"kind\":\"application_failure\",\"processId\":5,"
+                    "\"exit\":{\"code\":-1,\"signal\":15}}";
+  corral_outcome o;
+  corral_error err = {0};
+  assert_int_equal(corral_outcome_from_json(old, strlen(old), &o, &err), 0);
+  char *out = corral_outcome_to_json(&o);
+  assert_string_equal(out, "{\"state\":\"failed\",\"kind\":\"application_failure\","
+                           "\"processId\":\"5\",\"exit\":{\"code\":-1,\"signal\":\"SIGTERM\"},"
+                           "\"enforcement\":{}}");
+  free(out);
+  corral_outcome_free(&o);
+}
+
+/* As zero writes a request: policyVersion an integer, no args, env or
+ * capabilities when there are none, workspaceRoots null when none. */
+static void test_request_from_zero(void **state) {
+  (void)state;
+  const char *in = "{\"origin\":\"interactive_command\",\"mode\":\"captured\","
+                   "\"command\":{\"name\":\"ls\"},\"workingDirectory\":\"/w\","
+                   "\"workspaceRoots\":[\"/w\"],\"approval\":{\"policyVersion\":1}}";
+  corral_request r;
+  corral_error err = {0};
+  assert_int_equal(corral_request_from_json(in, strlen(in), &r, &err), 0);
+  assert_int_equal(corral_request_validate(&r, &err), 0);
+  assert_false(r.env_set);
+  char *json = corral_request_to_json(&r);
+  assert_string_equal(json, in);
+  free(json);
+  corral_request_free(&r);
+  in = "{\"approval\":{\"policyVersion\":\"1\"}}";
+  assert_int_equal(corral_request_from_json(in, strlen(in), &r, &err), CORRAL_EBADJSON);
+  assert_non_null(strstr(err.message, "approval.policyVersion"));
 }
 
 static void test_outcome_bad(void **state) {
@@ -157,6 +218,7 @@ int main(void) {
       cmocka_unit_test(test_request_round_trip), cmocka_unit_test(test_env_object_and_unknown_fields),
       cmocka_unit_test(test_request_bad_json),   cmocka_unit_test(test_outcome_round_trip),
       cmocka_unit_test(test_outcome_bad),        cmocka_unit_test(test_utf8),
+      cmocka_unit_test(test_outcome_from_zero),  cmocka_unit_test(test_request_from_zero),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -77,7 +77,7 @@ static void test_yield_then_continue(void **state) {
   start(m, "printf first; sleep 0.05; printf second", false, 1, &r);
   assert_true(r.session_id >= CORRAL_SESSION_FIRST_ID);
   assert_false(r.exited);
-  assert_int_equal(r.outcome.state, CORRAL_STATE_RUNNING);
+  assert_int_equal(r.outcome.state, CORRAL_STATE_RETAINED);
   char all[256];
   snprintf(all, sizeof all, "%s", r.output);
   long id = r.session_id;
