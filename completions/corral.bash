@@ -17,7 +17,7 @@ _corral() {
     fi
   done
   case "$prev" in
-    --policy|--workspace|--allow-write|--deny-write|--deny-read|--allow-read|--read-root|--report|--shell)
+    --policy|--workspace|--allow-write|--deny-write|--deny-read|--allow-read|--allow-protected|--read-root|--report|--request|--shell)
       COMPREPLY=($(compgen -f -- "$cur")); return ;;
     --network) COMPREPLY=($(compgen -W "deny allow" -- "$cur")); return ;;
     --backend) COMPREPLY=($(compgen -W "auto linux landlock" -- "$cur")); return ;;

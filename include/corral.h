@@ -295,6 +295,7 @@ typedef enum corral_policy_list {
   CORRAL_POLICY_READ_ROOTS,     /* what is visible; default "/" */
   CORRAL_POLICY_PROTECTED_NAMES, /* metadata names protected in write roots */
   CORRAL_POLICY_SENSITIVE_ENV,  /* extra environment variables to remove */
+  CORRAL_POLICY_ALLOW_PROTECTED, /* protected paths that may be written (`/w/.agents`) */
 } corral_policy_list;
 
 CORRAL_EXTERN corral_policy *corral_policy_new(void);

@@ -48,7 +48,9 @@ static void set_exit_from_status(corral_outcome *out, int status) {
 static void setup_failure(corral_outcome *out) {
   out->state = CORRAL_STATE_FAILED;
   out->kind = CORRAL_KIND_SANDBOX_SETUP_FAILURE;
-  if (!out->exit.present) {
+  /* No command, no exit code of its own (init's is not the command's):
+   * -1, as the contract has it for a run that never produced one. */
+  if (!out->exit.present || !out->launched) {
     out->exit.present = true;
     out->exit.code = -1;
     out->exit.signal = 0;

@@ -136,7 +136,7 @@ static const struct {
     {"allowRead", CORRAL_POLICY_ALLOW_READ},   {"denyRead", CORRAL_POLICY_DENY_READ},
     {"allowWrite", CORRAL_POLICY_ALLOW_WRITE}, {"denyWrite", CORRAL_POLICY_DENY_WRITE},
     {"readRoots", CORRAL_POLICY_READ_ROOTS},   {"protectedNames", CORRAL_POLICY_PROTECTED_NAMES},
-    {"sensitiveEnv", CORRAL_POLICY_SENSITIVE_ENV},
+    {"sensitiveEnv", CORRAL_POLICY_SENSITIVE_ENV}, {"allowProtected", CORRAL_POLICY_ALLOW_PROTECTED},
 };
 
 static int choice(json_t *root, const char *key, const char *a, const char *b, bool *is_b,
@@ -1432,6 +1432,8 @@ int profile_resolve(const corral_policy *p, char *const *roots, size_t nroots, s
     for (size_t i = 0; i < ARRAY_SIZE(default_protected) && r == 0; i++)
       r = path_list_add(&pr->protected_names, default_protected[i]);
   }
+  for (size_t i = 0; i < L[CORRAL_POLICY_ALLOW_PROTECTED].n && r == 0; i++)
+    r = add_resolved(&pr->allow_protected, L[CORRAL_POLICY_ALLOW_PROTECTED].v[i], &cache, err);
   for (size_t i = 0; i < L[CORRAL_POLICY_SENSITIVE_ENV].n && r == 0; i++)
     r = path_list_add(&pr->sensitive_env, L[CORRAL_POLICY_SENSITIVE_ENV].v[i]);
   pr->restricted_read = !path_list_has(&pr->read_roots, "/");
@@ -1478,6 +1480,7 @@ void profile_free(struct profile *pr) {
   path_list_free(&pr->allow_read);
   path_list_free(&pr->platform_roots);
   path_list_free(&pr->protected_names);
+  path_list_free(&pr->allow_protected);
   path_list_free(&pr->sensitive_env);
 }
 
@@ -1500,6 +1503,7 @@ json_t *profile_to_json(const struct profile *pr) {
   json_object_set_new(o, "hiddenSockets", list_json(&pr->hidden_sockets));
   json_object_set_new(o, "platformRoots", list_json(&pr->platform_roots));
   json_object_set_new(o, "protectedNames", list_json(&pr->protected_names));
+  json_object_set_new(o, "allowProtected", list_json(&pr->allow_protected));
   json_object_set_new(o, "network", json_string(pr->network_allow ? "allow" : "deny"));
   json_object_set_new(o, "blockUnixSockets", json_boolean(pr->block_unix));
   return o;

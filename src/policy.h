@@ -15,7 +15,7 @@ struct path_list {
   size_t cap; /* slots allocated in v, 0 when unknown (a copied vector) */
 };
 
-#define POLICY_NLISTS 8 /* indexed by corral_policy_list */
+#define POLICY_NLISTS 9 /* indexed by corral_policy_list */
 
 struct corral_policy {
   bool enforce;
@@ -47,6 +47,7 @@ struct profile {
   struct path_list allow_read;
   struct path_list platform_roots;
   struct path_list protected_names;
+  struct path_list allow_protected; /* protected paths made writable on purpose */
   struct path_list sensitive_env;
 };
 

@@ -36,6 +36,9 @@ int policy_flag(struct policy_flags *pf, int id, const char *value) {
     return push(&pf->lists[CORRAL_POLICY_DENY_READ], &pf->nlists[CORRAL_POLICY_DENY_READ], value);
   case PF_ALLOW_READ:
     return push(&pf->lists[CORRAL_POLICY_ALLOW_READ], &pf->nlists[CORRAL_POLICY_ALLOW_READ], value);
+  case PF_ALLOW_PROTECTED:
+    return push(&pf->lists[CORRAL_POLICY_ALLOW_PROTECTED],
+                &pf->nlists[CORRAL_POLICY_ALLOW_PROTECTED], value);
   case PF_READ_ROOT:
     return push(&pf->lists[CORRAL_POLICY_READ_ROOTS], &pf->nlists[CORRAL_POLICY_READ_ROOTS], value);
   case PF_NETWORK:
@@ -81,7 +84,7 @@ int policy_flag(struct policy_flags *pf, int id, const char *value) {
 }
 
 void policy_flags_free(struct policy_flags *pf) {
-  for (int i = 0; i < 8; i++)
+  for (int i = 0; i < 9; i++)
     free(pf->lists[i]);
   free(pf->workspaces);
 }
@@ -148,7 +151,7 @@ corral_policy *policy_flags_build(const struct policy_flags *pf, char **roots, s
     corral_policy_free(p);
     return NULL;
   }
-  for (int l = 1; l < 8; l++)
+  for (int l = 1; l < 9; l++)
     for (size_t i = 0; i < pf->nlists[l]; i++)
       corral_policy_add(p, (corral_policy_list)l, pf->lists[l][i]);
   if (pf->network)
@@ -222,6 +225,110 @@ int cli_sandbox_prepare(struct policy_flags *pf, corral_mode mode, int argc, cha
   int rc = cli_sandbox_open(pf, true, sb);
   if (rc == 0 && cli_sandbox_request(sb, mode, argc, argv, req) < 0)
     rc = EXIT_SETUP;
+  if (rc) {
+    cli_sandbox_close(sb, pf);
+    corral_request_free(req);
+  }
+  return rc;
+}
+
+#define REQUEST_MAX (16 << 20)
+
+static char *read_request(const char *file, size_t *len) {
+  FILE *f = strcmp(file, "-") == 0 ? stdin : fopen(file, "re");
+  if (!f) {
+    fprintf(stderr, "corral run: --request %s: %s\n", file, strerror(errno));
+    return NULL;
+  }
+  size_t cap = 1 << 16;
+  char *buf = malloc(cap);
+  *len = 0;
+  while (buf) {
+    size_t n = fread(buf + *len, 1, cap - *len, f);
+    *len += n;
+    if (n == 0 || *len > REQUEST_MAX)
+      break;
+    if (*len == cap) {
+      char *g = realloc(buf, cap *= 2);
+      if (!g)
+        free(buf);
+      buf = g;
+    }
+  }
+  bool bad = !buf || ferror(f) || *len > REQUEST_MAX;
+  if (f != stdin)
+    fclose(f);
+  if (bad) {
+    fprintf(stderr, "corral run: --request %s: %s\n", file,
+            !buf ? "out of memory" : *len > REQUEST_MAX ? "larger than 16 MiB" : "read error");
+    free(buf);
+    return NULL;
+  }
+  return buf;
+}
+
+/* What each capability opens; those the sandbox gives every command
+ * (process_spawn, process_control, environment, isolated_loopback) need
+ * nothing.  Flags given on the command line win over the request. */
+static int apply_capability(struct policy_flags *pf, const corral_capability *c,
+                            bool network_given) {
+  const char *scope = c->scope && *c->scope ? c->scope : NULL;
+  switch (c->kind) {
+  case CORRAL_CAP_EXTERNAL_NETWORK:
+  case CORRAL_CAP_HOST_VISIBLE_BINDING: /* a port the host can reach: the host's network */
+    if (!network_given)
+      pf->network = 2;
+    return 0;
+  case CORRAL_CAP_WORKSPACE_WRITE:
+    return scope ? policy_flag(pf, PF_ALLOW_WRITE, scope) : 0;
+  case CORRAL_CAP_FILESYSTEM_READ:
+    return scope ? policy_flag(pf, PF_ALLOW_READ, scope) : 0;
+  case CORRAL_CAP_PROTECTED_METADATA:
+    return scope ? policy_flag(pf, PF_ALLOW_PROTECTED, scope) : 0;
+  case CORRAL_CAP_UNRESTRICTED:
+    if (!pf->backend)
+      pf->unsandboxed = true;
+    return 0;
+  default:
+    return 0;
+  }
+}
+
+int cli_sandbox_from_request(struct policy_flags *pf, const char *file, struct cli_sandbox *sb,
+                             corral_request *req) {
+  size_t len = 0;
+  char *text = read_request(file, &len);
+  corral_error err = {0};
+  int rc = EXIT_USAGE;
+  memset(sb, 0, sizeof *sb);
+  corral_request_init(req);
+  if (!text)
+    goto out;
+  if (corral_request_from_json(text, len, req, &err) < 0 ||
+      corral_request_validate(req, &err) < 0) {
+    fprintf(stderr, "corral run: --request %s: %s\n", file, err.message);
+    goto out;
+  }
+  if (req->mode != CORRAL_MODE_CAPTURED) {
+    fprintf(stderr,
+            "corral run: --request %s: mode `%s`: corral run runs captured commands "
+            "(interactive ones: corral exec, or a session of corral mcp)\n",
+            file, corral_enum_name(CORRAL_ENUM_MODE, (int)req->mode));
+    goto out;
+  }
+  bool network_given = pf->network != 0;
+  int r = 0;
+  for (size_t i = 0; i < req->nroots && r == 0; i++)
+    r = policy_flag(pf, PF_WORKSPACE, req->workspace_roots[i]);
+  for (size_t i = 0; i < req->ncapabilities && r == 0; i++)
+    r = apply_capability(pf, &req->capabilities[i], network_given);
+  if (r < 0) {
+    fprintf(stderr, "corral: out of memory\n");
+    goto out;
+  }
+  rc = cli_sandbox_open(pf, true, sb);
+out:
+  free(text);
   if (rc) {
     cli_sandbox_close(sb, pf);
     corral_request_free(req);

@@ -23,6 +23,7 @@ enum {
   PF_ALLOW_DEGRADED,
   PF_UNSANDBOXED,
   PF_BACKEND,
+  PF_ALLOW_PROTECTED,
 };
 
 #define POLICY_FLAG_OPTIONS                                                                   \
@@ -36,6 +37,8 @@ enum {
        "unreadable: a directory shows empty, a file cannot be read (repeatable; default: "  \
        "the secret stores)"},            \
       {"allow-read", "PATH", PF_ALLOW_READ, "readable again inside a --deny-read or secret store (repeatable)"}, \
+      {"allow-protected", "PATH", PF_ALLOW_PROTECTED,                                         \
+       "writable although protected: a `.agents`, a repository's `.git` (repeatable)"},      \
       {"read-root", "PATH", PF_READ_ROOT,                                                     \
        "restrict reads to the platform roots, the write roots and these (default: all of /)"},       \
       {"network", "deny|allow", PF_NETWORK,                                                   \
@@ -52,8 +55,8 @@ enum {
 
 struct policy_flags {
   const char *policy_file;
-  char **lists[8]; /* by corral_policy_list, each NULL-terminated */
-  size_t nlists[8];
+  char **lists[9]; /* by corral_policy_list, each NULL-terminated */
+  size_t nlists[9];
   char **workspaces;
   size_t nworkspaces;
   int network; /* 0 unset, 1 deny, 2 allow */
@@ -94,6 +97,13 @@ int cli_sandbox_request(const struct cli_sandbox *sb, corral_mode mode, int argc
  * the exit code returned. */
 int cli_sandbox_prepare(struct policy_flags *pf, corral_mode mode, int argc, char **argv,
                         struct cli_sandbox *sb, corral_request *req);
+/* The same for a request in JSON (zero's contract) read from `file` ("-":
+ * stdin): decoded, validated, captured mode only; its workspace roots and
+ * capabilities become flags (README: what each capability opens), those
+ * given on the command line winning.  Returns 0, or EXIT_USAGE after
+ * printing the decoder's or validator's message. */
+int cli_sandbox_from_request(struct policy_flags *pf, const char *file, struct cli_sandbox *sb,
+                             corral_request *req);
 /* Frees the sandbox and the flags. */
 void cli_sandbox_close(struct cli_sandbox *sb, struct policy_flags *pf);
 /* Tells a person on stderr what the outcome's exit code alone does not say. */

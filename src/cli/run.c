@@ -15,7 +15,7 @@
 #include "options.h"
 #include "policy_flags.h"
 
-enum { OPT_JSON = 1, OPT_TIMEOUT, OPT_CHANGES };
+enum { OPT_JSON = 1, OPT_TIMEOUT, OPT_CHANGES, OPT_REQUEST };
 
 static const struct cli_option run_options[] = {
     {"json", NULL, OPT_JSON, "print the whole result (stdout, stderr, outcome) as one JSON object"},
@@ -23,11 +23,15 @@ static const struct cli_option run_options[] = {
      "end the whole process tree after SECONDS (default: no limit); exit 124"},
     {"changes", NULL, OPT_CHANGES,
      "report the files the command created, modified or deleted in the workspace"},
+    {"request", "FILE", OPT_REQUEST,
+     "run the request FILE describes (the execution contract's JSON; `-`: stdin) "
+     "instead of CMD"},
     POLICY_FLAG_OPTIONS,
 };
 
 static const char run_usage[] =
     "usage: corral run [options] [--] CMD [ARGS...]\n"
+    "       corral run [options] --request FILE\n"
     "Runs CMD in the sandbox, prints its stdout and stderr, and exits with its code\n"
     "(128+N after signal N; 124 timed out; 125 sandbox setup failed or denied;\n"
     "126 not executable; 127 not found; 2 bad usage).";
@@ -35,6 +39,7 @@ static const char run_usage[] =
 struct run_args {
   bool json;
   bool changes;
+  const char *request;
   long long timeout_ms;
   struct policy_flags pf;
 };
@@ -49,6 +54,9 @@ static int on_run_option(void *ctx, int id, const char *value) {
     return cli_parse_seconds("--timeout", value, &a->timeout_ms);
   case OPT_CHANGES:
     a->changes = true;
+    return 0;
+  case OPT_REQUEST:
+    a->request = value;
     return 0;
   }
   return policy_flag(&a->pf, id, value) == 0 ? 0 : -1;
@@ -106,14 +114,20 @@ int cmd_run(int argc, char **argv) {
     return 0;
   if (first < 0)
     return EXIT_USAGE;
-  if (first >= argc) {
+  if (first >= argc && !args.request) {
     fprintf(stderr, "corral run: no command given\nTry `corral run --help`.\n");
+    return EXIT_USAGE;
+  }
+  if (first < argc && args.request) {
+    fprintf(stderr, "corral run: a command and --request both given\n");
     return EXIT_USAGE;
   }
 
   struct cli_sandbox sb;
   corral_request req;
-  int rc = cli_sandbox_prepare(&args.pf, CORRAL_MODE_CAPTURED, argc - first, argv + first, &sb, &req);
+  int rc = args.request ? cli_sandbox_from_request(&args.pf, args.request, &sb, &req)
+                        : cli_sandbox_prepare(&args.pf, CORRAL_MODE_CAPTURED, argc - first,
+                                              argv + first, &sb, &req);
   if (rc)
     return rc;
 

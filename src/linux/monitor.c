@@ -34,6 +34,15 @@ static const char *const git_dangerous[] = {"hooks",  "modules",   "worktrees",
                                             "config", "commondir", "config.worktree"};
 #define GIT_DANGEROUS_DIRS 3 /* the first three are directories */
 
+/* A protected path the policy makes writable on purpose (allowProtected):
+ * at or below one of those, nothing is bound read-only or watched. */
+static bool allowed(const struct profile *pr, const char *path) {
+  for (size_t i = 0; i < pr->allow_protected.n; i++)
+    if (path_is_under(path, pr->allow_protected.v[i]))
+      return true;
+  return false;
+}
+
 static int watch_path(struct path_list *watch, const char *path) {
   return path_list_has(watch, path) ? 0 : path_list_add(watch, path);
 }
@@ -43,6 +52,8 @@ static int protect(struct profile *pr, struct path_list *watch, const char *dir,
   char path[PATH_MAX];
   struct stat st;
   snprintf(path, sizeof path, "%s/%s", dir, name);
+  if (allowed(pr, path))
+    return 0;
   if (lstat(path, &st) < 0)
     return watch_path(watch, path);
   int r = path_list_add_real(&pr->deny_write, path, NULL);
@@ -100,6 +111,8 @@ static int protect_repo(struct profile *pr, struct path_list *watch, const char 
   if (rh < 0)
     return rh;
   snprintf(path, sizeof path, "%s/.git", root);
+  if (allowed(pr, path))
+    return 0;
   bool present = lstat(path, &st) == 0;
   if (!present || !S_ISDIR(st.st_mode)) {
     /* Missing (`git init` would make one: its config is code to run), a

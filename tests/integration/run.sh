@@ -80,4 +80,41 @@ expect_eq 130 $rc
 sleep 0.1
 kill -0 "$(cat "$work/pid")" 2>/dev/null && fail "sleep survived" || pass
 
+# --- --request: a request in the contract's JSON ---------------------------
+mkdir -p "$work/rq" && cd "$work/rq"
+req() { # NAME ARGS-JSON CAPABILITIES-JSON
+  printf '{"origin":"hook","mode":"captured","command":{"name":"%s","args":%s},"workingDirectory":"%s","workspaceRoots":["%s"],"capabilities":%s,"approval":{"policyVersion":1}}' \
+    "$1" "$2" "$work/rq" "$work/rq" "${3:-[]}"
+}
+t "--request runs what the file says, from a file or stdin"
+req sh '["-c","echo from-request; pwd"]' > "$work/rq.json"
+out=$("$CORRAL" run --request "$work/rq.json"); expect_eq 0 $? "exit"
+expect_eq "from-request
+$work/rq" "$out"
+out=$(req sh '["-c","echo stdin-request"]' | "$CORRAL" run --request -); expect_eq stdin-request "$out"
+
+t "--request: bad JSON, a failed rule, a mode run cannot do, or a command as well: exit 2"
+err=$(printf '{"origin":' | "$CORRAL" run --request - 2>&1); expect_eq 2 $?; expect_contains "$err" "byte"
+err=$(printf '{"origin":"hook","mode":"captured","command":{"name":" "},"workingDirectory":"/","workspaceRoots":["/tmp"],"approval":{"policyVersion":1}}' |
+  "$CORRAL" run --request - 2>&1); expect_eq 2 $?; expect_contains "$err" "command.name"
+err=$(req true '[]' | sed 's/"captured"/"durable"/' | "$CORRAL" run --request - 2>&1); expect_eq 2 $?
+expect_contains "$err" 'mode `durable`'
+"$CORRAL" run --request "$work/rq.json" -- true 2>/dev/null; expect_eq 2 $?
+"$CORRAL" run --request "$work/no-such.json" 2>/dev/null; expect_eq 2 $?
+
+t "--request: external_network opens the network, unless the command line says deny"
+links='["-c","tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d \" \""]' # this network namespace's links
+out=$(req sh "$links" '[{"kind":"external_network"}]' | "$CORRAL" run --request -)
+[ "$(printf '%s\n' "$out" | wc -l)" -gt 1 ] && pass || fail "only loopback with external_network: $out"
+out=$(req sh "$links" '[{"kind":"external_network"}]' | "$CORRAL" run --network deny --request -)
+expect_eq lo "$out"
+
+t "--request: protected_metadata scoped to a path makes that path writable, and only it"
+req mkdir "[\"$work/rq/.agents\"]" "[{\"kind\":\"protected_metadata\",\"scope\":\"$work/rq/.agents\"}]" |
+  "$CORRAL" run --request -; expect_eq 0 $? "exit"
+[ -d "$work/rq/.agents" ] && pass || fail ".agents was not made"
+req mkdir "[\"$work/rq/.corral\"]" "[{\"kind\":\"protected_metadata\",\"scope\":\"$work/rq/.agents\"}]" |
+  "$CORRAL" run --request - 2>/dev/null; expect_eq 125 $? "another protected name stays protected"
+cd "$work"
+
 finish

@@ -1,0 +1,3 @@
+module corral.invalid/contract
+
+go 1.19
