@@ -507,6 +507,12 @@ typedef struct corral_run_options {
   int64_t timeout_ms;            /* <= 0: no deadline */
   corral_cancel *cancel;         /* not owned, may be NULL */
   unsigned flags;                /* CORRAL_RUN_* bits; others are rejected */
+  /* >= 0: everything the command writes to stdout (stderr) is also written
+   * here as it comes, whole and in order (not closed); the result still
+   * keeps only the first CORRAL_CAPTURE_LIMIT bytes.  When writing there
+   * fails with EPIPE, the command's own stdout (stderr) is closed, as a
+   * pipeline would close it. */
+  int stdout_fd, stderr_fd;
 } corral_run_options;
 
 /* Report the files the command created, modified or deleted in the first

@@ -32,7 +32,7 @@
 
 void corral_run_options_init(corral_run_options *o) {
   memset(o, 0, sizeof *o);
-  o->stdin_fd = -1;
+  o->stdin_fd = o->stdout_fd = o->stderr_fd = -1;
 }
 
 void corral_result_init(corral_result *r) { memset(r, 0, sizeof *r); }
@@ -48,12 +48,34 @@ void corral_result_free(corral_result *r) {
 
 struct capture {
   int fd;
+  int pass; /* the caller's copy of the stream (stdout_fd), or -1 */
   char *data;
   size_t len, cap;
   bool truncated;
 };
 
-/* Reads what is available; returns false at EOF or on a hard error. */
+/* Writes all of it to the caller's copy; false when that is gone. */
+static bool pass_on(struct capture *c, const char *data, size_t len) {
+  while (c->pass >= 0 && len > 0) {
+    ssize_t n = write(c->pass, data, len);
+    if (n < 0 && errno == EAGAIN) {
+      struct pollfd p = {.fd = c->pass, .events = POLLOUT};
+      poll(&p, 1, -1);
+      continue;
+    }
+    if (n < 0 && errno != EINTR) {
+      c->pass = -1;
+      return errno != EPIPE;
+    }
+    if (n > 0)
+      data += n, len -= (size_t)n;
+  }
+  return true;
+}
+
+/* Reads what is available; returns false at EOF or on a hard error, and
+ * when the caller's copy was closed (the command's end is closed then:
+ * it gets EPIPE, as in a pipeline). */
 static bool capture_read(struct capture *c, int devnull) {
   for (;;) {
     ssize_t n;
@@ -69,13 +91,22 @@ static bool capture_read(struct capture *c, int devnull) {
         c->cap = ncap;
       }
       n = read(c->fd, c->data + c->len, c->cap - c->len);
+      if (n > 0 && !pass_on(c, c->data + c->len, (size_t)n))
+        goto gone;
       if (n > 0)
         c->len += (size_t)n;
     } else {
-      n = devnull >= 0 ? splice(c->fd, NULL, devnull, NULL, 1 << 20, SPLICE_F_NONBLOCK) : -1;
+      /* Past the bound: into the caller's copy, or away, without a copy
+       * through user space where splice can. */
+      int to = c->pass >= 0 ? c->pass : devnull;
+      n = to >= 0 ? splice(c->fd, NULL, to, NULL, 1 << 20, SPLICE_F_NONBLOCK) : -1;
+      if (n < 0 && errno == EPIPE && to == c->pass)
+        goto gone;
       if (n < 0 && errno != EAGAIN && errno != EINTR) {
         char scratch[READ_CHUNK];
         n = read(c->fd, scratch, sizeof scratch);
+        if (n > 0 && !pass_on(c, scratch, (size_t)n))
+          goto gone;
       }
       if (n > 0)
         c->truncated = true;
@@ -85,12 +116,17 @@ static bool capture_read(struct capture *c, int devnull) {
     if (n < 0)
       return errno == EAGAIN || errno == EINTR;
   }
+gone:
+  close(c->fd);
+  c->fd = -1;
+  return false;
 }
 
 /* Adds corral's own line (a denial, say) after what the command wrote; it
  * counts against the same bound. */
 static void capture_append(struct capture *c, const char *text) {
   size_t n = strlen(text);
+  pass_on(c, text, n);
   if (c->len + n > CORRAL_CAPTURE_LIMIT) {
     c->truncated = true;
     return;
@@ -164,6 +200,8 @@ static int supervise(const corral_run_options *o, launch_plan *plan, struct loop
   fcntl(outp[1], F_SETPIPE_SZ, 1 << 20);
   l->out.fd = outp[0];
   l->errc.fd = errp[0];
+  l->out.pass = o->stdout_fd;
+  l->errc.pass = o->stderr_fd;
   if (o->stdin_fd >= 0) {
     stdin_child = fcntl(o->stdin_fd, F_DUPFD_CLOEXEC, 3);
   } else if (o->stdin_len > 0) {
@@ -338,7 +376,7 @@ int corral_run(const corral_run_options *o, corral_result *res, corral_error *er
       corral_snapshot_take(req->workspace_roots[0], NULL, 0, &before, &oerr) < 0)
     res->outcome.changes_skipped = strdup(oerr.message);
 
-  struct loop l = {.out.fd = -1, .errc.fd = -1, .stdin_w = -1};
+  struct loop l = {.out.fd = -1, .out.pass = -1, .errc.fd = -1, .errc.pass = -1, .stdin_w = -1};
   corral_error lerr = {0};
   r = report_buf_init(&l.report) == 0 ? supervise(o, &plan, &l, &f, &lerr) : -ENOMEM;
   if (before) {

@@ -147,6 +147,12 @@ int cmd_run(int argc, char **argv) {
   opts.cancel = cancel_token;
   if (args.changes)
     opts.flags |= CORRAL_RUN_CHANGES;
+  /* Without --json the output goes through as it comes, all of it; only
+   * the JSON result keeps a bounded copy. */
+  if (!args.json) {
+    opts.stdout_fd = fcntl_ok(STDOUT_FILENO) ? STDOUT_FILENO : -1;
+    opts.stderr_fd = fcntl_ok(STDERR_FILENO) ? STDERR_FILENO : -1;
+  }
   /* Piped input goes to the command; a terminal does not (captured mode is
    * not interactive: `corral exec` is). */
   if (!isatty(STDIN_FILENO) && fcntl_ok(STDIN_FILENO))
@@ -166,14 +172,6 @@ int cmd_run(int argc, char **argv) {
         rc = EXIT_SETUP;
       free(json);
     } else {
-      write_all(STDOUT_FILENO, res.stdout_data, res.stdout_len);
-      write_all(STDERR_FILENO, res.stderr_data, res.stderr_len);
-      if (res.stdout_truncated)
-        fprintf(stderr, "corral: stdout truncated: only the first %d bytes were kept\n",
-                CORRAL_CAPTURE_LIMIT);
-      if (res.stderr_truncated)
-        fprintf(stderr, "corral: stderr truncated: only the first %d bytes were kept\n",
-                CORRAL_CAPTURE_LIMIT);
       const corral_outcome *o = &res.outcome;
       if (args.changes)
         print_changes(o);

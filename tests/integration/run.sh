@@ -54,6 +54,19 @@ json=$("$CORRAL" run --unsandboxed --json -- head -c 1048577 /dev/zero)
 expect_eq true "$(printf '%s' "$json" | json_get truncated.stdout)"
 expect_eq false "$(printf '%s' "$json" | json_get truncated.stderr)"
 
+t "without --json all of the output goes through, in order, as it is written"
+expect_eq 2000000 "$("$CORRAL" run -- seq 1 2000000 | tail -1)"
+expect_eq 3000000 "$("$CORRAL" run -- sh -c 'head -c 3000000 /dev/zero' | wc -c)"
+expect_eq "$(seq 1 300000 | md5sum)" "$("$CORRAL" run -- seq 1 300000 | md5sum)"
+start=$(date +%s%N)
+first=$("$CORRAL" run -- seq 1 100000000 | head -1)
+expect_eq 1 "$first"
+[ $(( ($(date +%s%N) - start) / 1000000 )) -lt 5000 ] && pass || fail "a closed reader did not end the command"
+# streamed: the first line is there before the command ends
+( "$CORRAL" run -- sh -c 'echo early; sleep 2; echo late' > "$work/stream.out" & )
+sleep 1; expect_eq early "$(cat "$work/stream.out")"
+sleep 1.5
+
 t "usage errors exit 2 with a hint"
 err=$("$CORRAL" run --bogus -- true 2>&1); expect_eq 2 $?
 expect_contains "$err" "--help"
