@@ -358,10 +358,13 @@ struct init_state {
 /* For each of plan->watch: the watch on its directory (one directory, one
  * wd, however many paths are in it) and the path as it was at start
  * (st_nlink 0: absent).  Init's own memory, off its stack. */
-static struct watched {
+struct watched {
   int wd;
   struct stat was;
-} watched[256];
+};
+/* One per plan->watch entry: made by the supervisor before the clone
+ * (init allocates nothing), init's own copy from then on. */
+static struct watched *watched;
 
 /* Another user's creation is not the command's: a protected name that
  * another user (or root, for an ordinary caller) made in a shared write
@@ -529,7 +532,8 @@ static int command_main(void *arg) {
 static char command_stack[64 * 1024] __attribute__((aligned(16)));
 
 static _Noreturn void init_main(const launch_plan *plan, int stdio[3], int report_fd,
-                                pid_t parent) {
+                                pid_t parent, struct watched *watch_table) {
+  watched = watch_table;
   bool pid_ns = (plan->clone_flags & CLONE_NEWPID) != 0;
   struct init_state st = {.command = -1, .watch_fd = -1, .plan = plan};
 
@@ -598,9 +602,11 @@ static _Noreturn void init_main(const launch_plan *plan, int stdio[3], int repor
    * for once it has reported. */
   if (plan->nwatch) {
     st.watch_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-    if (st.watch_fd < 0 || plan->nwatch > ARRAY_SIZE(watched)) {
-      report_write(report_fd, REPORT_SETUP_FAILED, st.watch_fd < 0 ? errno : E2BIG, 0,
-                   "protected paths: inotify_init1");
+    if (st.watch_fd < 0) {
+      report_write(report_fd, REPORT_SETUP_FAILED, errno, 0,
+                   errno == EMFILE ? "protected paths: inotify_init1 (the limit is "
+                                     "fs.inotify.max_user_instances)"
+                                   : "protected paths: inotify_init1");
       _exit(125);
     }
     for (size_t k = 0; k < plan->nwatch; k++) {
@@ -620,7 +626,10 @@ static _Noreturn void init_main(const launch_plan *plan, int stdio[3], int repor
       /* Fail closed: an unwatched protected path could be planted. */
       if ((watched[k].wd = inotify_add_watch(st.watch_fd, dir,
                                              IN_CREATE | IN_MOVED_TO | IN_ONLYDIR)) < 0) {
-        report_write(report_fd, REPORT_SETUP_FAILED, errno, 0, "protected paths: inotify watch");
+        report_write(report_fd, REPORT_SETUP_FAILED, errno, 0,
+                     errno == ENOSPC ? "protected paths: inotify watch (the limit is "
+                                       "fs.inotify.max_user_watches)"
+                                     : "protected paths: inotify watch");
         _exit(125);
       }
     }
@@ -695,10 +704,16 @@ int launch_start(const launch_plan *plan, int stdin_fd, int stdout_fd, int stder
     return error_sys(err, "creating the report pipe");
   pid_t parent = getpid();
   int pidfd = -1;
+  struct watched *table = calloc(plan->nwatch ? plan->nwatch : 1, sizeof *table);
+  if (!table) {
+    close(report[0]), close(report[1]);
+    return error_set(err, -ENOMEM, ENOMEM, "out of memory");
+  }
   /* sync 1 */
   pid_t pid = launch_clone3(plan->clone_flags, &pidfd);
   if (pid < 0) {
     int e = errno;
+    free(table);
     close(report[0]), close(report[1]);
     errno = e;
     return error_sys(err, "clone3 of the sandbox init (flags %#lx)", plan->clone_flags);
@@ -706,8 +721,9 @@ int launch_start(const launch_plan *plan, int stdin_fd, int stdout_fd, int stder
   if (pid == 0) {
     int stdio[3] = {stdin_fd, stdout_fd, stderr_fd};
     close(report[0]);
-    init_main(plan, stdio, report[1], parent);
+    init_main(plan, stdio, report[1], parent, table);
   }
+  free(table); /* init has its own copy */
   close(report[1]);
   fcntl(report[0], F_SETFL, O_NONBLOCK);
   child->pid = pid;

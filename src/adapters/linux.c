@@ -106,6 +106,8 @@ static int linux_prepare(corral_adapter *ad, const corral_request *req, launch_p
       runtime_mask_cache(lp->mask_cache, sizeof lp->mask_cache, &lp->profile.write_roots);
   if (lp->mask_cache[0])
     profile_created(&lp->profile, lp->mask_cache);
+  if (mounts_prepare(lp) < 0)
+    return error_set(err, -ENOMEM, ENOMEM, "out of memory");
   plan->init_setup = linux_init_setup;
   if (enforcement_set(enf, "linux", CORRAL_LEVEL_NATIVE, NULL) < 0)
     return error_set(err, -ENOMEM, ENOMEM, "out of memory");
@@ -133,6 +135,7 @@ void linux_cleanup(corral_adapter *ad, launch_plan *plan) {
   runtime_release(&lp->runtime);
   profile_free(&lp->profile);
   path_list_free(&lp->read_allow);
+  free(lp->mount_tables);
   free(lp);
   plan->adapter_data = NULL;
 }

@@ -58,6 +58,7 @@ struct linux_plan {
   struct path_list read_allow; /* landlock-only: where reading is allowed */
   char mask_cache[4096];       /* views' masks made once (mounts.c), or "" */
   bool mask_cache_usable;      /* else emptied after the run (runtime_mask_cache) */
+  void *mount_tables;          /* mounts.c's, sized by mounts_prepare */
 };
 
 /* namespaces.c */
@@ -80,6 +81,9 @@ void ns_obstacle(char *why, size_t whylen);
 bool ns_available(char *why, size_t whylen);
 
 /* mounts.c */
+/* In the supervisor, once the profile is final: the tables init fills
+ * (as many entries as the lists hold; freed with the plan). */
+int mounts_prepare(struct linux_plan *lp);
 int mounts_clone_apply(const struct linux_plan *lp, int report_fd);
 /* Does mounts_apply pivot_root (restricted reads: a root of its own)?
  * Else the sandbox is built in place and there is no old root. */

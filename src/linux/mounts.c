@@ -70,7 +70,6 @@ static char scratch[32], denied_file[64], masks[64];
  * built in place, over the namespace's own copy of the host's mounts (no
  * second copy, no pivot_root, no old root to detach). */
 static char newroot[64];
-#define MAX_SOURCES 256
 #define MAX_DENIED 1024
 
 /* Every path the sandbox is built from is a real path (the supervisor
@@ -160,12 +159,27 @@ struct source {
   bool link; /* a symlink on the host (restricted mode recreates it) */
 };
 
-static struct source write_src[MAX_SOURCES], read_src[MAX_SOURCES], allow_src[MAX_SOURCES];
+/* The tables of what is cloned, as large as the plan's lists: made by the
+ * supervisor (mounts_prepare), since init allocates nothing.  `covered`
+ * holds the roots a view puts back (clone_covered). */
+static struct source *write_src, *read_src, *allow_src, *covered;
+static size_t ncovered_max;
+
+static size_t nsources(const struct profile *pr, size_t *covered_max) {
+  *covered_max = pr->write_roots.n + pr->read_roots.n + pr->platform_roots.n;
+  return *covered_max + pr->allow_read.n;
+}
+
+int mounts_prepare(struct linux_plan *lp) {
+  size_t cmax, n = nsources(&lp->profile, &cmax);
+  lp->mount_tables = calloc(n + cmax + 1, sizeof(struct source));
+  return lp->mount_tables ? 0 : -ENOMEM;
+}
 
 static int clone_list(const struct path_list *l, struct source *out, size_t *n, int report_fd,
                       const char *what) {
   *n = 0;
-  for (size_t i = 0; i < l->n && *n < MAX_SOURCES; i++) {
+  for (size_t i = 0; i < l->n; i++) {
     struct stat st;
     struct source *s = &out[(*n)++];
     s->path = l->v[i];
@@ -681,7 +695,7 @@ static size_t clone_covered(const char *view, const struct profile *pr, struct s
                                            &pr->platform_roots};
   size_t n = 0;
   for (size_t l = 0; l < NCOVER; l++)
-    for (size_t i = 0; i < lists[l]->n && n < MAX_SOURCES; i++) {
+    for (size_t i = 0; i < lists[l]->n && n < ncovered_max; i++) {
       const char *m = lists[l]->v[i];
       if (strcmp(m, view) == 0 || !path_is_under(m, view))
         continue;
@@ -729,7 +743,6 @@ static int overlay_view(const char *view, size_t idx, const struct profile *pr, 
     if (fill_mask(mask, view, pr) < 0)
       return 1;
   }
-  static struct source covered[MAX_SOURCES];
   size_t n = clone_covered(view, pr, covered, report_fd);
   if (n == SIZE_MAX)
     return -1;
@@ -852,6 +865,15 @@ static size_t nwrite, nread, nallow;
 
 int mounts_clone_apply(const struct linux_plan *lp, int report_fd) {
   const struct profile *pr = &lp->profile;
+  struct source *tables = lp->mount_tables;
+  size_t cmax;
+  if (!tables)
+    return setup_failed(report_fd, EINVAL, "mounts: no tables%s", "");
+  write_src = tables;
+  read_src = write_src + pr->write_roots.n;
+  allow_src = read_src + pr->read_roots.n + pr->platform_roots.n;
+  covered = tables + nsources(pr, &cmax);
+  ncovered_max = cmax;
   /* 1. */
   if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
     return setup_failed(report_fd, errno, "mounts: make `%s` private", "/");

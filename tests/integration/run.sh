@@ -93,6 +93,15 @@ expect_eq 130 $rc
 sleep 0.1
 kill -0 "$(cat "$work/pid")" 2>/dev/null && fail "sleep survived" || pass
 
+t "hundreds of write roots: each writable, each top watched for protected names"
+mkdir -p "$work/many" && cd "$work/many"
+roots=(); for i in $(seq 1 400); do mkdir -p "r$i"; roots+=(--allow-write "$work/many/r$i"); done
+out=$("$CORRAL" run "${roots[@]}" -- sh -c 'touch r1/a r400/b && echo wrote'); expect_eq 0 $? "exit"
+expect_eq wrote "$out"
+"$CORRAL" run "${roots[@]}" -- mkdir r399/.agents 2>/dev/null; expect_eq 125 $? "protected name in the 399th"
+expect_absent "$work/many/r399/.agents"
+cd "$work"
+
 # --- --request: a request in the contract's JSON ---------------------------
 mkdir -p "$work/rq" && cd "$work/rq"
 req() { # NAME ARGS-JSON CAPABILITIES-JSON
