@@ -139,16 +139,30 @@ static json_t *tools_list(void) {
 
 /* Reads an optional integer argument; false (and an error sent) if it is
  * there but not an integer. */
+/* A JSON number with an integral value: JSON Schema's `integer` takes
+ * 1000.0 and 1e3 too, and Python clients and models send them. */
+static bool integral(json_t *v, long *out) {
+  double d;
+  if (json_is_integer(v)) {
+    json_int_t i = json_integer_value(v);
+    *out = i > LONG_MAX / 2 ? LONG_MAX / 2 : i < -(LONG_MAX / 2) ? -(LONG_MAX / 2) : (long)i;
+    return true;
+  }
+  if (!json_is_real(v))
+    return false;
+  d = json_real_value(v);
+  if (!(d >= -9e18 && d <= 9e18) || d != (double)(long long)d)
+    return false;
+  *out = d > (double)(LONG_MAX / 2) ? LONG_MAX / 2 : d < -(double)(LONG_MAX / 2) ? -(LONG_MAX / 2) : (long)d;
+  return true;
+}
+
 static bool int_arg(json_t *args, const char *key, long *out, long def) {
   json_t *v = json_object_get(args, key);
   *out = def;
   if (!v || json_is_null(v))
     return true;
-  if (!json_is_integer(v))
-    return false;
-  json_int_t i = json_integer_value(v);
-  *out = i > LONG_MAX / 2 ? LONG_MAX / 2 : i < -(LONG_MAX / 2) ? -(LONG_MAX / 2) : (long)i;
-  return true;
+  return integral(v, out);
 }
 
 static long clampl(long v, long lo, long hi) { return v < lo ? lo : v > hi ? hi : v; }
@@ -264,7 +278,7 @@ static void exec_command(struct mcp_server *s, json_t *id, json_t *args) {
   json_t *cmd = json_object_get(args, "cmd");
   if (!json_is_string(cmd) || str_blank(json_string_value(cmd)) ||
       strlen(json_string_value(cmd)) != json_string_length(cmd)) {
-    reply_error(s, id, ERR_PARAMS, "exec_command: `cmd` must be a non-empty string");
+    tool_error(s, id, "exec_command: `cmd` must be a non-empty string");
     return;
   }
   long yield, tokens;
@@ -273,9 +287,9 @@ static void exec_command(struct mcp_server *s, json_t *id, json_t *args) {
       !int_arg(args, "max_output_tokens", &tokens, 10000) ||
       (tty && !json_is_null(tty) && !json_is_boolean(tty)) ||
       (workdir && !json_is_null(workdir) && !json_is_string(workdir))) {
-    reply_error(s, id, ERR_PARAMS,
-                "exec_command: yield_time_ms and max_output_tokens must be integers, tty a "
-                "boolean, workdir a string");
+    tool_error(s, id,
+               "exec_command: yield_time_ms and max_output_tokens must be integers, tty a "
+               "boolean, workdir a string");
     return;
   }
   char dir[PATH_MAX * 2];
@@ -326,11 +340,10 @@ static void exec_command(struct mcp_server *s, json_t *id, json_t *args) {
 static bool session_arg(struct mcp_server *s, json_t *id, json_t *args, const char *tool,
                         long *sid) {
   json_t *v = json_object_get(args, "session_id");
-  if (!json_is_integer(v) || json_integer_value(v) <= 0 || json_integer_value(v) > LONG_MAX / 2) {
-    reply_error(s, id, ERR_PARAMS, "%s: `session_id` must be a positive integer", tool);
+  if (!v || !integral(v, sid) || *sid <= 0 || *sid >= LONG_MAX / 2) {
+    tool_error(s, id, "%s: `session_id` must be a positive integer", tool);
     return false;
   }
-  *sid = (long)json_integer_value(v);
   return true;
 }
 
@@ -340,14 +353,14 @@ static void write_stdin(struct mcp_server *s, json_t *id, json_t *args) {
     return;
   json_t *chars = json_object_get(args, "chars");
   if ((chars && !json_is_null(chars) && !json_is_string(chars))) {
-    reply_error(s, id, ERR_PARAMS, "write_stdin: `chars` must be a string");
+    tool_error(s, id, "write_stdin: `chars` must be a string");
     return;
   }
   const char *in = json_is_string(chars) ? json_string_value(chars) : "";
   size_t inlen = json_is_string(chars) ? json_string_length(chars) : 0;
   if (!int_arg(args, "yield_time_ms", &yield, inlen ? 250 : 5000) ||
       !int_arg(args, "max_output_tokens", &tokens, 10000)) {
-    reply_error(s, id, ERR_PARAMS, "write_stdin: yield_time_ms and max_output_tokens must be integers");
+    tool_error(s, id, "write_stdin: yield_time_ms and max_output_tokens must be integers");
     return;
   }
   bool interrupt = inlen == 1 && in[0] == '\x03';

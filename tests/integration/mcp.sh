@@ -16,6 +16,9 @@ out=$(printf '%s\n' \
   '{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"stop_session","arguments":{"session_id":4242}}}' \
   '{"jsonrpc":"2.0","id":7,"method":"initialize","params":{"protocolVersion":"1999-01-01"}}' \
   '{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"exec_command","arguments":{"cmd":"touch /etc/corral-mcpsh"}}}' \
+  '{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"exec_command","arguments":{"cmd":"echo whole","yield_time_ms":2000.0,"max_output_tokens":1e3}}}' \
+  '{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"exec_command","arguments":{"cmd":"true","yield_time_ms":250.5}}}' \
+  '{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"stop_session","arguments":{"session_id":4242.0}}}' \
   | timeout 30 "$CORRAL" mcp --workspace "$ws")
 rc=$?
 t "the server exits 0 on stdin EOF"
@@ -51,9 +54,13 @@ expect_eq -32700 "$(printf '%s\n' "$out" | python3 -c '
 import sys,json
 print([json.loads(l) for l in sys.stdin if "-32700" in l][0]["error"]["code"])')"
 expect_eq -32601 "$(get 4 error.code)"
-expect_eq -32602 "$(get 5 error.code)"
+expect_eq true "$(get 5 result.isError)" "a bad argument is the tool's error"
 expect_eq true "$(get 6 result.isError)"
 expect_contains "$(get 6 result.content.0.text)" 4242
+t "numbers with an integral value are integers; others are the tool's error"
+expect_eq whole "$(get 9 result.structuredContent.output)"
+expect_eq true "$(get 10 result.isError)"
+expect_contains "$(get 11 result.content.0.text)" 4242
 t "sandboxed"
 expect_contains "$(get 8 result.structuredContent.output)" "Read-only file system"
 expect_absent /etc/corral-mcpsh

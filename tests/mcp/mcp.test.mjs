@@ -184,8 +184,9 @@ test("malformed lines get JSON-RPC errors and the server keeps serving", async (
   assert.equal(lines.find((l) => l.id === null && l.error.code === -32700) !== undefined, true);
   assert.equal(byId[1].error.code, -32600);
   assert.equal(byId[2].error.code, -32601);
-  assert.equal(byId[3].error.code, -32602);
-  assert.equal(byId[4].error.code, -32602);
+  // Bad arguments are the tool's errors (isError), for the model to correct.
+  assert.equal(byId[3].result.isError, true);
+  assert.equal(byId[4].result.isError, true);
   assert.deepEqual(byId[5].result, {});
   assert.ok(byId[6].result.structuredContent.sessionId);
   assert.equal(alive("^sleep 3066$"), false);
