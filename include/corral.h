@@ -360,8 +360,8 @@ CORRAL_EXTERN void corral_cancel_free(corral_cancel *cancel);
  *
  * Bounds: CORRAL_SESSIONS_MAX sessions (least recently used finished one
  * dropped first; a running one only when more than 8 run, and it is told
- * why); undrained output CORRAL_SESSION_OUTPUT_MAX per session, oldest
- * dropped first; finished sessions retained 30 s for a last poll.  A first
+ * why); undrained output per session: its first 512 KiB and the newest
+ * CORRAL_SESSION_OUTPUT_MAX after them, the middle dropped (and said); finished sessions retained 30 s for a last poll.  A first
  * yield is clamped to 30 s, an empty poll to 5 min, a write to 30 s. */
 #define CORRAL_SESSIONS_MAX 64
 #define CORRAL_SESSION_FIRST_ID 1000

@@ -18,9 +18,10 @@
  *      numeric pid: a reaped or reused pid is never signalled;
  *   2. one epoll set holds every descriptor; nothing polls or spins, so an
  *      idle session costs no CPU;
- *   3. output is returned exactly once: a result takes what the ring holds;
- *      at most CORRAL_SESSION_OUTPUT_MAX bytes wait, the oldest dropped
- *      first, and `dropped` is reported once;
+ *   3. output is returned exactly once: a result takes what waits — the
+ *      first FIRST_KEEP bytes since the last result, and the newest
+ *      CORRAL_SESSION_OUTPUT_MAX after them, the middle dropped — and
+ *      `dropped` is reported once;
  *   4. a collect returns by its deadline even while processes flood
  *      output: every wakeup reads a bounded amount, then checks the clock;
  *   5. a finished session is concluded exactly once (adapter finish,
@@ -52,6 +53,9 @@
 
 enum { EV_OUT = 1, EV_PID, EV_REPORT, EV_IN, EV_CANCEL };
 
+/* The head of what waits, kept whatever follows. */
+#define FIRST_KEEP (CORRAL_SESSION_OUTPUT_MAX / 4)
+
 /* A byte ring that keeps the newest CORRAL_SESSION_OUTPUT_MAX bytes. */
 struct ring {
   char *buf;
@@ -68,7 +72,9 @@ struct session {
   struct run_facts facts;
   int out_fd, in_fd;
   bool tty;
-  struct ring out;
+  char *first; /* the first FIRST_KEEP bytes since the last result */
+  size_t first_len;
+  struct ring out; /* and the newest after them */
   bool dropped;
   char tail[CORRAL_SESSION_TAIL];
   size_t tail_len;
@@ -112,6 +118,18 @@ static void ring_push(struct session *s, const char *data, size_t n) {
     memcpy(s->tail + keep, data, n);
     s->tail_len = keep + n;
   }
+  /* The head fills first, while nothing has gone past it: head and ring
+   * stay one stream in order. */
+  if (s->first_len < FIRST_KEEP && r->len == 0 && !s->dropped &&
+      (s->first || (s->first = malloc(FIRST_KEEP)))) {
+    size_t k = n < FIRST_KEEP - s->first_len ? n : FIRST_KEEP - s->first_len;
+    memcpy(s->first + s->first_len, data, k);
+    s->first_len += k;
+    data += k;
+    n -= k;
+    if (!n)
+      return;
+  }
   if (n >= CORRAL_SESSION_OUTPUT_MAX) { /* only the newest part can stay */
     s->dropped = s->dropped || r->len > 0 || n > CORRAL_SESSION_OUTPUT_MAX;
     data += n - CORRAL_SESSION_OUTPUT_MAX;
@@ -154,13 +172,17 @@ static void ring_push(struct session *s, const char *data, size_t n) {
 /* Moves the ring's bytes into the result (invariant 3). */
 static void take_output(struct session *s, corral_session_result *res) {
   struct ring *r = &s->out;
-  res->output = malloc(r->len + 1);
+  size_t f = s->first_len;
+  res->output = malloc(f + r->len + 1);
   if (!res->output)
     return;
+  if (f)
+    memcpy(res->output, s->first, f);
   for (size_t i = 0; i < r->len; i++)
-    res->output[i] = r->buf[(r->head + i) % r->cap];
-  res->output[r->len] = '\0';
-  res->output_len = r->len;
+    res->output[f + i] = r->buf[(r->head + i) % r->cap];
+  res->output[f + r->len] = '\0';
+  res->output_len = f + r->len;
+  s->first_len = 0;
   res->dropped = s->dropped;
   s->dropped = false;
   r->len = 0;
@@ -289,6 +311,7 @@ static void advance(corral_sessions *m, struct session *s) {
 
 static void free_session(struct session *s) {
   free(s->out.buf);
+  free(s->first);
   free(s->command);
   free(s->pending);
   corral_snapshot_free(s->before);

@@ -6,7 +6,7 @@
 #include "mcp.h"
 
 #define TRUNCATED "\n[corral] output truncated\n"
-#define DROPPED "[corral] earlier output was dropped (more than 2 MiB waited unread)\n"
+#define DROPPED "[corral] output was dropped in the middle (more than 2 MiB waited unread)\n"
 
 /* Where a suffix of at most n bytes may start without splitting a character. */
 static size_t suffix_start(const char *data, size_t len, size_t n) {

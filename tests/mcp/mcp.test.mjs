@@ -65,6 +65,16 @@ test("exec_command runs echo hi", async () => {
   assert.equal(r.structuredContent.outcome.enforcement.level, "native");
 });
 
+test("past 2 MiB unread, the head and the newest output are kept, the middle dropped", async () => {
+  const r = await call("exec_command", { cmd: "seq 1 2000000", max_output_tokens: 100,
+                                         yield_time_ms: 30000 });
+  const out = r.structuredContent.output;
+  assert.equal(r.structuredContent.exitCode, 0);
+  assert.match(out, /^\[corral\] output was dropped in the middle[^\n]*\n1\n2\n3\n/);
+  assert.match(out, /\n2000000\n$/);
+  assert.equal(r.structuredContent.outputDropped, true);
+});
+
 test("a slow command becomes a session that can be polled", async () => {
   const r = await call("exec_command", { cmd: "sleep 0.5; echo ready", yield_time_ms: 10 });
   const id = r.structuredContent.sessionId;
