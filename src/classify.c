@@ -1,7 +1,7 @@
 /*
  * classify.c — the one switch that says how a run ended.
  *
- * Order matters and is the contract's (DESIGN.md):
+ * Order matters: the first that holds decides.
  *   1. the report could not be read      -> failed / sandbox_setup_failure
  *   2. the report carries a denial       -> denied / enforcement_denied
  *   3. the deadline passed               -> failed / timed_out

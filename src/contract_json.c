@@ -1,7 +1,7 @@
 /*
  * contract_json.c — the JSON form of the execution contract.
  *
- * Field names and JSON types are zero's (the facts in zero-contract.md):
+ * Field names and JSON types are those of zero's execution contract:
  * what zero writes decodes here, and what is written here decodes into
  * zero's types and passes its rules.  corral's own fields (`launched`,
  * `message`, `changesSkipped`) are extra keys zero ignores, written only

@@ -17,8 +17,11 @@ void cli_print_help(FILE *out, const char *usage, const struct cli_option *opts,
   fprintf(out, "  %-30s %s\n", "-h, --help", "show this help and exit");
 }
 
+const char *cli_command = "corral";
+
 int cli_parse(const char *prog, const char *usage, const struct cli_option *opts, size_t nopts,
               int argc, char **argv, cli_handler handler, void *ctx) {
+  cli_command = prog; /* every message about an option names the subcommand */
   int i = 1;
   for (; i < argc; i++) {
     const char *a = argv[i];
@@ -73,7 +76,8 @@ int cli_parse_seconds(const char *flag, const char *value, long long *ms) {
   errno = 0;
   double s = strtod(value, &end);
   if (errno || end == value || *end || !isfinite(s) || s <= 0 || s > 31536000.0) {
-    fprintf(stderr, "corral: %s: `%s` is not a positive number of seconds\n", flag, value);
+    fprintf(stderr, "%s: %s: `%s` is not a positive number of seconds\n", cli_command, flag,
+            value);
     return -1;
   }
   double whole = s * 1000.0;

@@ -22,6 +22,8 @@ typedef int (*cli_handler)(void *ctx, int id, const char *value);
 /* Parses flags up to the first operand or "--".  Returns the index of the
  * first operand, -1 on a usage error (message printed), -2 when --help was
  * given (help printed to stdout). */
+/* The subcommand being parsed ("corral run"), for messages about options. */
+extern const char *cli_command;
 int cli_parse(const char *prog, const char *usage, const struct cli_option *opts, size_t nopts,
               int argc, char **argv, cli_handler handler, void *ctx);
 

@@ -37,6 +37,9 @@ int cmd_policy(int argc, char **argv) {
   int rc = cli_sandbox_open(&pf, false, &sb);
   if (rc == 0) {
     corral_error err = {0};
+    /* --unsandboxed enforces nothing: the profile says so. */
+    if (pf.unsandboxed)
+      corral_policy_set_enforce(sb.policy, false);
     char *json = corral_policy_profile_json(sb.policy, (const char *const *)sb.roots, sb.nroots,
                                             &err);
     if (json)

@@ -47,7 +47,7 @@ int policy_flag(struct policy_flags *pf, int id, const char *value) {
     else if (strcmp(value, "allow") == 0)
       pf->network = 2;
     else {
-      fprintf(stderr, "corral: --network: expected `deny` or `allow`, got `%s`\n", value);
+      fprintf(stderr, "%s: --network: expected `deny` or `allow`, got `%s`\n", cli_command, value);
       return -1;
     }
     return 0;
@@ -74,7 +74,7 @@ int policy_flag(struct policy_flags *pf, int id, const char *value) {
     else if (strcmp(value, "landlock") == 0)
       pf->backend = 2;
     else {
-      fprintf(stderr, "corral: --backend: expected `auto`, `linux` or `landlock`, got `%s`\n",
+      fprintf(stderr, "%s: --backend: expected `auto`, `linux` or `landlock`, got `%s`\n", cli_command,
               value);
       return -1;
     }
@@ -104,7 +104,8 @@ int policy_flags_roots(const struct policy_flags *pf, char ***roots, size_t *nro
   for (size_t i = 0; i < pf->nworkspaces; i++) {
     char *real = realpath(pf->workspaces[i], NULL);
     if (!real) {
-      fprintf(stderr, "corral: --workspace `%s`: %s\n", pf->workspaces[i], strerror(errno));
+      fprintf(stderr, "%s: --workspace `%s`: %s\n", cli_command, pf->workspaces[i],
+              strerror(errno));
       return -1;
     }
     if (push(roots, nroots, real) < 0)

@@ -1,5 +1,5 @@
 // The execution contract's types, declared from the facts of zero's
-// contract (zero-contract.md): field names, JSON types and omitempty as
+// execution contract: field names, JSON types and omitempty as
 // zero's own Go types have them, and zero's validation rules.
 package main
 
