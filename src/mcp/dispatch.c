@@ -39,7 +39,39 @@ struct mcp_pending {
 
 /* ------------------------------------------------------------ sending */
 
+static void send_json(struct mcp_server *s, json_t *msg);
+
+/* An answer that belongs to a batch joins its array; the array goes out
+ * when nothing in the batch waits.  True when `msg` was taken. */
+static bool batch_take(struct mcp_server *s, json_t *msg) {
+  json_t *id = json_object_get(msg, "id"), *w;
+  for (size_t b = 0; b < s->nbatches; b++) {
+    struct mcp_batch *bt = &s->batches[b];
+    bool ours = bt == s->collecting; /* while it is handled, every answer is its */
+    size_t i;
+    if (!ours && id)
+      json_array_foreach(bt->waiting, i, w) if (json_equal(w, id)) {
+        json_array_remove(bt->waiting, i);
+        ours = true;
+        break;
+      }
+    if (!ours)
+      continue;
+    json_array_append_new(bt->answers, msg);
+    if (bt != s->collecting && json_array_size(bt->waiting) == 0) {
+      json_t *answers = json_incref(bt->answers);
+      json_decref(bt->waiting), json_decref(bt->answers);
+      s->batches[b] = s->batches[--s->nbatches];
+      send_json(s, answers);
+    }
+    return true;
+  }
+  return false;
+}
+
 static void send_json(struct mcp_server *s, json_t *msg) {
+  if (json_is_object(msg) && batch_take(s, msg))
+    return;
   char *text = json_dumps(msg, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII |
                                JSON_REAL_PRECISION(9));
   json_decref(msg);
@@ -487,6 +519,55 @@ static void cancelled(struct mcp_server *s, json_t *params) {
     }
 }
 
+static void handle_message(struct mcp_server *s, json_t *msg);
+
+/* A batch (2025-03-26 allows them; later versions do not): each element
+ * handled as a line of its own, the answers sent as one array once the
+ * last request in it is answered (a tools/call may answer later). */
+static void handle_batch(struct mcp_server *s, json_t *msg) {
+  struct mcp_batch *grown = json_array_size(msg)
+                                ? realloc(s->batches, (s->nbatches + 1) * sizeof *grown)
+                                : NULL;
+  if (!grown) {
+    reply_error(s, NULL, ERR_INVALID_REQUEST,
+                json_array_size(msg) ? "out of memory" : "an empty batch");
+    return;
+  }
+  s->batches = grown;
+  struct mcp_batch *bt = &s->batches[s->nbatches++];
+  *bt = (struct mcp_batch){.waiting = json_array(), .answers = json_array()};
+  size_t i;
+  json_t *m;
+  json_array_foreach(msg, i, m) {
+    json_t *id = json_is_object(m) ? json_object_get(m, "id") : NULL;
+    if (json_is_object(m) && json_object_get(m, "method") && (json_is_string(id) || json_is_integer(id)))
+      json_array_append(bt->waiting, id);
+  }
+  s->collecting = bt;
+  json_array_foreach(msg, i, m) handle_message(s, m);
+  s->collecting = NULL;
+  /* Answered already, or an answer without a request id (an invalid one). */
+  size_t n = json_array_size(bt->answers);
+  for (size_t k = 0; k < n; k++) {
+    json_t *id = json_object_get(json_array_get(bt->answers, k), "id");
+    json_t *w;
+    size_t j;
+    json_array_foreach(bt->waiting, j, w) if (json_equal(w, id)) {
+      json_array_remove(bt->waiting, j);
+      break;
+    }
+  }
+  if (json_array_size(bt->waiting) == 0) {
+    json_t *answers = json_incref(bt->answers);
+    json_decref(bt->waiting), json_decref(bt->answers);
+    s->nbatches--; /* the last one: just added */
+    if (json_array_size(answers))
+      send_json(s, answers);
+    else
+      json_decref(answers);
+  }
+}
+
 void mcp_handle_line(struct mcp_server *s, const char *line, size_t len) {
   json_error_t jerr;
   while (len && (line[len - 1] == '\r' || line[len - 1] == ' ' || line[len - 1] == '\t'))
@@ -498,10 +579,20 @@ void mcp_handle_line(struct mcp_server *s, const char *line, size_t len) {
     reply_error(s, NULL, ERR_PARSE, "parse error at byte %d: %s", jerr.position, jerr.text);
     return;
   }
+  if (json_is_array(msg) && strcmp(s->protocol, "2025-03-26") == 0)
+    handle_batch(s, msg);
+  else
+    handle_message(s, msg);
+  json_decref(msg);
+}
+
+static void handle_message(struct mcp_server *s, json_t *msg) {
   json_t *id = json_object_get(msg, "id"), *method = json_object_get(msg, "method");
   if (!json_is_object(msg)) {
-    reply_error(s, NULL, ERR_INVALID_REQUEST, "not a JSON-RPC request object (batches are not "
-                                              "supported)");
+    reply_error(s, NULL, ERR_INVALID_REQUEST,
+                json_is_array(msg) && !s->collecting
+                    ? "not a JSON-RPC request object (batches: only under 2025-03-26)"
+                    : "not a JSON-RPC request object");
   } else if (!method && (json_object_get(msg, "result") || json_object_get(msg, "error"))) {
     /* a response to a request we never sent: nothing to do */
   } else if (!json_is_string(json_object_get(msg, "jsonrpc")) ||
@@ -534,7 +625,6 @@ void mcp_handle_line(struct mcp_server *s, const char *line, size_t len) {
       reply_error(s, id, ERR_METHOD, "unknown method `%s`", m);
     }
   }
-  json_decref(msg);
 }
 
 void mcp_tick(struct mcp_server *s) { mcp_tick_until(s, mono_ms()); }
@@ -591,6 +681,9 @@ void mcp_server_close(struct mcp_server *s) {
   for (size_t i = 0; i < s->npending; i++)
     pending_free(&s->pending[i]);
   free(s->pending);
+  for (size_t i = 0; i < s->nbatches; i++)
+    json_decref(s->batches[i].waiting), json_decref(s->batches[i].answers);
+  free(s->batches);
   corral_sessions_free(s->sessions);
   memset(s, 0, sizeof *s);
 }

@@ -17,6 +17,11 @@
 
 struct mcp_pending;
 
+struct mcp_batch {
+  struct json_t *waiting; /* ids still to be answered */
+  struct json_t *answers; /* the array sent when none waits */
+};
+
 struct mcp_server {
   corral_sessions *sessions;      /* owned */
   corral_adapter *adapter;        /* not owned; NULL: every exec is a setup failure */
@@ -27,6 +32,12 @@ struct mcp_server {
   bool initialized;
   struct mcp_pending *pending;    /* calls waiting for their yield */
   size_t npending, cap;
+  /* JSON-RPC batches (2025-03-26 only): each one's answers, sent together
+   * once every request in it has one; `collecting` takes every answer
+   * while a batch's lines are handled. */
+  struct mcp_batch *batches;
+  size_t nbatches;
+  struct mcp_batch *collecting;
   /* Where answers go: one complete JSON line each, without the newline. */
   void (*send)(void *ctx, const char *line, size_t len);
   void *send_ctx;

@@ -61,6 +61,23 @@ t "numbers with an integral value are integers; others are the tool's error"
 expect_eq whole "$(get 9 result.structuredContent.output)"
 expect_eq true "$(get 10 result.isError)"
 expect_contains "$(get 11 result.content.0.text)" 4242
+t "batches: one array of answers under 2025-03-26 (a slow call's too), refused under later versions"
+bout=$(printf '%s\n' \
+  '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"sh","version":"1"}}}' \
+  '[{"jsonrpc":"2.0","id":2,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"exec_command","arguments":{"cmd":"sleep 0.3; echo late"}}},{"jsonrpc":"2.0","id":4,"method":"nope"}]' \
+  '[{"jsonrpc":"2.0","method":"notifications/initialized"}]' \
+  | timeout 30 "$CORRAL" mcp --workspace "$ws")
+expect_eq "2 3 4" "$(printf '%s\n' "$bout" | python3 -c '
+import sys, json
+lines = [json.loads(l) for l in sys.stdin if l.strip()]
+arrays = [l for l in lines if isinstance(l, list)]
+assert len(lines) == 2 and len(arrays) == 1, lines
+print(" ".join(str(a["id"]) for a in sorted(arrays[0], key=lambda a: a["id"])))')"
+expect_contains "$bout" late
+bout=$(printf '%s\n' \
+  '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"sh","version":"1"}}}' \
+  '[{"jsonrpc":"2.0","id":2,"method":"ping"}]' | timeout 30 "$CORRAL" mcp --workspace "$ws")
+expect_contains "$bout" '"code":-32600'
 t "sandboxed"
 expect_contains "$(get 8 result.structuredContent.output)" "Read-only file system"
 expect_absent /etc/corral-mcpsh
