@@ -184,9 +184,11 @@ static void test_output_bound(void **state) {
   for (int i = 0; i < 40; i++)
     corral_sessions_process(m, 50); /* the manager drains while no call is active */
   cont(m, id, NULL, false, 100, &r);
+  /* The head (512 KiB) and the newest 2 MiB; the middle is dropped. */
   assert_true(r.dropped);
-  assert_true(r.output_len <= CORRAL_SESSION_OUTPUT_MAX);
-  assert_true(r.output_len >= CORRAL_SESSION_OUTPUT_MAX - 4);
+  assert_true(r.output_len <= CORRAL_SESSION_OUTPUT_MAX + CORRAL_SESSION_OUTPUT_MAX / 4);
+  assert_true(r.output_len >= CORRAL_SESSION_OUTPUT_MAX + CORRAL_SESSION_OUTPUT_MAX / 4 - 4);
+  assert_int_equal(r.output[0], 'x');
   assert_memory_equal(r.output + r.output_len - 3, "END", 3);
   corral_session_result_free(&r);
   cont(m, id, NULL, false, 10, &r);
