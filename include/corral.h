@@ -431,6 +431,16 @@ CORRAL_EXTERN int corral_session_start(corral_sessions *m, const corral_session_
 CORRAL_EXTERN int corral_session_continue(corral_sessions *m, long id, const void *input,
                                           size_t len, bool interrupt, int64_t yield_ms,
                                           corral_session_result *res, corral_error *err);
+/* What ^C does at a terminal, then output for the yield: a PTY session
+ * gets the keystroke (its line discipline interrupts the foreground job; a
+ * shell survives), a pipe session's process group gets SIGINT. */
+CORRAL_EXTERN int corral_session_interrupt(corral_sessions *m, long id, int64_t yield_ms,
+                                           corral_session_result *res, corral_error *err);
+/* What ^D does: a PTY session gets the keystroke, a pipe session's stdin
+ * is closed (after what waits to be written), so that a reader sees EOF;
+ * then output for the yield. */
+CORRAL_EXTERN int corral_session_eof(corral_sessions *m, long id, int64_t yield_ms,
+                                     corral_session_result *res, corral_error *err);
 CORRAL_EXTERN int corral_sessions_list(corral_sessions *m, corral_session_info **out,
                                        size_t *n);
 /* 1 while the session's process runs, 0 once it ended (a last poll is

@@ -685,7 +685,9 @@ static _Noreturn void init_main(const launch_plan *plan, int stdio[3], int repor
     case SIGPIPE:
       break;
     default:
-      if (!st.command_done)
+      /* To the command's process group (it is a session leader), as a
+       * terminal delivers ^C: a shell's children get it too. */
+      if (!st.command_done && kill(-st.command, (int)si.ssi_signo) < 0)
         kill(st.command, (int)si.ssi_signo);
       break;
     }

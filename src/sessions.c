@@ -797,6 +797,38 @@ int corral_session_continue(corral_sessions *m, long id, const void *input, size
   return 0;
 }
 
+int corral_session_interrupt(corral_sessions *m, long id, int64_t yield_ms,
+                             corral_session_result *res, corral_error *err) {
+  struct session *s = find(m, id);
+  if (!s || s->tty || s->finished)
+    return corral_session_continue(m, id, s && s->tty && !s->finished ? "\x03" : NULL,
+                                   s && s->tty && !s->finished, false, yield_ms, res, err);
+  corral_session_result_init(res);
+  s->last_used_ms = real_ms();
+  s->last_used_mono = mono_ms();
+  launch_signal(&s->child, SIGINT); /* init sends it to the command's group */
+  pump(m, s, mono_ms() + clamp(yield_ms, 0, WRITE_MAX_MS), NULL, NULL, false);
+  fill_result(m, s, res);
+  return 0;
+}
+
+int corral_session_eof(corral_sessions *m, long id, int64_t yield_ms, corral_session_result *res,
+                       corral_error *err) {
+  struct session *s = find(m, id);
+  if (!s || s->tty || s->finished)
+    return corral_session_continue(m, id, s && s->tty && !s->finished ? "\x04" : NULL,
+                                   s && s->tty && !s->finished, false, yield_ms, res, err);
+  corral_session_result_init(res);
+  s->last_used_ms = real_ms();
+  s->last_used_mono = mono_ms();
+  if (s->pending_len > s->pending_off)
+    pump_until_written(m, s);
+  close_input(m, s);
+  pump(m, s, mono_ms() + clamp(yield_ms, 0, WRITE_MAX_MS), NULL, NULL, false);
+  fill_result(m, s, res);
+  return 0;
+}
+
 int corral_session_running(const corral_sessions *m, long id) {
   const struct session *s = find(m, id);
   if (!s)

@@ -13,6 +13,7 @@
  */
 #include <limits.h>
 #include <stdio.h>
+#include <strings.h>
 #include <time.h>
 
 #include "../internal.h"
@@ -142,14 +143,20 @@ static json_t *tools_list(void) {
       "output budget in tokens of 4 bytes (default 10000)", "required", "cmd", "outputSchema",
       result_schema);
   json_t *write = json_pack(
-      "{s:s,s:s,s:{s:s,s:{s:{s:s,s:i,s:s},s:{s:s,s:s},s:{s:s,s:i,s:i,s:s},s:{s:s,s:i,s:i,s:s}},"
-      "s:[s]},s:O}",
+      "{s:s,s:s,s:{s:s,s:{s:{s:s,s:i,s:s},s:{s:s,s:s},s:{s:s,s:s},s:{s:s,s:i,s:i,s:s},"
+      "s:{s:s,s:i,s:i,s:s}},s:[s]},s:O}",
       "name", "write_stdin", "description",
-      "Write characters to a running session's stdin and collect its output; \"\" only polls, "
-      "\"\\u0003\" interrupts (ends the session's whole process tree).",
+      "Write characters to a running session's stdin and collect its output; \"\" only polls. "
+      "Ctrl-C (\"\\u0003\", also written as the text \\u0003, ^c or ctrl-c) is a keystroke in a "
+      "tty session (the foreground job is interrupted, the shell stays) and SIGINT to the "
+      "process group in a pipe session; Ctrl-D (\"\\u0004\", ^d, ctrl-d) is a keystroke in a tty "
+      "session and closes stdin (EOF) in a pipe session, as close_stdin does after chars. "
+      "stop_session ends a session's whole process tree.",
       "inputSchema", "type", "object", "properties", "session_id", "type", "integer", "minimum",
       1, "description", "the session ID from exec_command", "chars", "type", "string",
-      "description", "characters to write (default \"\": poll)", "yield_time_ms", "type",
+      "description", "characters to write (default \"\": poll)", "close_stdin", "type",
+      "boolean", "description", "close the session's stdin after chars (EOF; pipe sessions)",
+      "yield_time_ms", "type",
       "integer", "minimum", 0, "maximum", 300000, "description",
       "how long to wait for output (default 250 with input, 5000 for a poll)",
       "max_output_tokens", "type", "integer", "minimum", 1, "maximum", 200000, "description",
@@ -379,6 +386,22 @@ static bool session_arg(struct mcp_server *s, json_t *id, json_t *args, const ch
   return true;
 }
 
+/* 3 for Ctrl-C, 4 for Ctrl-D: the character itself, or the ways agents
+ * write it as text (zero's tool takes the same). */
+static int control_key(const char *in, size_t len) {
+  static const struct {
+    const char *text;
+    int key;
+  } names[] = {{"\\u0003", 3}, {"^c", 3}, {"ctrl-c", 3}, {"ctrl+c", 3},
+               {"\\u0004", 4}, {"^d", 4}, {"ctrl-d", 4}, {"ctrl+d", 4}};
+  if (len == 1 && (in[0] == 3 || in[0] == 4))
+    return in[0];
+  for (size_t i = 0; i < ARRAY_SIZE(names); i++)
+    if (strlen(names[i].text) == len && strncasecmp(in, names[i].text, len) == 0)
+      return names[i].key;
+  return 0;
+}
+
 static void write_stdin(struct mcp_server *s, json_t *id, json_t *args) {
   long sid, yield, tokens;
   if (!session_arg(s, id, args, "write_stdin", &sid))
@@ -395,14 +418,27 @@ static void write_stdin(struct mcp_server *s, json_t *id, json_t *args) {
     tool_error(s, id, "write_stdin: yield_time_ms and max_output_tokens must be integers");
     return;
   }
-  bool interrupt = inlen == 1 && in[0] == '\x03';
+  json_t *close = json_object_get(args, "close_stdin");
+  if (close && !json_is_null(close) && !json_is_boolean(close)) {
+    tool_error(s, id, "write_stdin: `close_stdin` must be true or false");
+    return;
+  }
+  int key = control_key(in, inlen);
   struct mcp_pending p = {.started = mono_ms(), .session = sid,
                           .max_bytes = (size_t)clampl(tokens, 1, 200000) * 4};
   p.deadline = p.started + clampl(yield, 0, 300000);
   corral_session_result r;
   corral_error err = {0};
-  if (corral_session_continue(s->sessions, sid, interrupt ? NULL : in, interrupt ? 0 : inlen,
-                              interrupt, 0, &r, &err) < 0) {
+  int rc = key == 3   ? corral_session_interrupt(s->sessions, sid, 0, &r, &err)
+           : key == 4 ? corral_session_eof(s->sessions, sid, 0, &r, &err)
+                      : corral_session_continue(s->sessions, sid, in, inlen, false, 0, &r, &err);
+  if (rc == 0 && json_is_true(close) && !r.exited) {
+    pending_append(&p, &r); /* what came with the write, then the EOF */
+    corral_session_result_free(&r);
+    rc = corral_session_eof(s->sessions, sid, 0, &r, &err);
+  }
+  if (rc < 0) {
+    free(p.out);
     tool_error(s, id, "write_stdin: %s", err.message);
     return;
   }

@@ -86,15 +86,47 @@ test("a slow command becomes a session that can be polled", async () => {
   assert.equal(p.structuredContent.sessionId, null);
 });
 
-test("\\u0003 interrupts sleep 30 and leaves no process", async () => {
-  const r = await call("exec_command", { cmd: "exec sleep 3044", yield_time_ms: 250 });
+test("Ctrl-C in a pipe session is SIGINT to its process group, and leaves no process", async () => {
+  const r = await call("exec_command", { cmd: "sleep 3044 & sleep 3045; wait", yield_time_ms: 250 });
   const id = r.structuredContent.sessionId;
   assert.ok(id);
   const t0 = Date.now();
-  const i = await call("write_stdin", { session_id: id, chars: "\u0003" });
-  assert.ok(Date.now() - t0 < 2000);
-  assert.equal(i.structuredContent.outcome.kind, "cancelled");
-  assert.equal(alive("^sleep 3044$"), false);
+  const i = await call("write_stdin", { session_id: id, chars: "\u0003", yield_time_ms: 2000 });
+  assert.ok(Date.now() - t0 < 2500);
+  assert.equal(i.structuredContent.sessionId, null);
+  assert.equal(alive("^sleep 304[45]$"), false);
+});
+
+test("a pipe session that handles SIGINT goes on after Ctrl-C (written as text)", async () => {
+  const r = await call("exec_command", {
+    cmd: "trap 'echo caught' INT; while :; do sleep 0.1; done", yield_time_ms: 250 });
+  const id = r.structuredContent.sessionId;
+  const i = await call("write_stdin", { session_id: id, chars: "ctrl-c", yield_time_ms: 800 });
+  assert.match(i.structuredContent.output, /caught/);
+  assert.equal(i.structuredContent.sessionId, id);
+  await call("stop_session", { session_id: id });
+});
+
+test("Ctrl-C in a tty session is a keystroke: the shell survives", async () => {
+  const r = await call("exec_command", { cmd: "bash --norc -i", tty: true, yield_time_ms: 500 });
+  const id = r.structuredContent.sessionId;
+  await call("write_stdin", { session_id: id, chars: "sleep 30\n", yield_time_ms: 300 });
+  const c = await call("write_stdin", { session_id: id, chars: "^c", yield_time_ms: 500 });
+  assert.equal(c.structuredContent.sessionId, id, "bash ended on ^C");
+  const e = await call("write_stdin", { session_id: id, chars: "echo still-$((40+2))\n",
+                                        yield_time_ms: 1000 });
+  assert.match(e.structuredContent.output, /still-42/);
+  const x = await call("write_stdin", { session_id: id, chars: "exit 3\n", yield_time_ms: 2000 });
+  assert.equal(x.structuredContent.exitCode, 3);
+});
+
+test("close_stdin ends a pipe session's input: cat sees EOF", async () => {
+  const r = await call("exec_command", { cmd: "cat; echo after-eof", yield_time_ms: 250 });
+  const id = r.structuredContent.sessionId;
+  const w = await call("write_stdin", { session_id: id, chars: "line\n", close_stdin: true,
+                                        yield_time_ms: 2000 });
+  assert.match(w.structuredContent.output, /line\nafter-eof/);
+  assert.equal(w.structuredContent.exitCode, 0);
 });
 
 test("cat in a PTY echoes what is typed and ends on ^D", async () => {
