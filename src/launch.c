@@ -241,9 +241,32 @@ static void sleep_ms(long ms) {
 
 /* The PATH search execvp does, with the command's own PATH rather than the
  * supervisor's.  Returns the errno that explains the failure. */
+/* execve, and for a file the kernel cannot run itself (a script without
+ * "#!") the shell, as execvp and every shell do.  On the command's own
+ * small stack: no allocation, so a very long argv skips the shell. */
+static void exec_file(const char *file, char *const argv[], char *const envp[]) {
+  execve(file, argv, envp);
+  if (errno != ENOEXEC)
+    return;
+  size_t argc = 0;
+  while (argv[argc] && argc < 1024)
+    argc++;
+  if (argv[argc]) {
+    errno = ENOEXEC;
+    return;
+  }
+  char *sh_argv[argc + 2];
+  sh_argv[0] = (char *)"sh";
+  sh_argv[1] = (char *)file;
+  for (size_t i = 1; i <= argc; i++)
+    sh_argv[i + 1] = argv[i];
+  execve("/bin/sh", sh_argv, envp);
+  errno = ENOEXEC;
+}
+
 static int exec_search(const char *name, char *const argv[], char *const envp[]) {
   if (strchr(name, '/')) {
-    execve(name, argv, envp);
+    exec_file(name, argv, envp);
     return errno;
   }
   const char *path = "/usr/local/bin:/usr/bin:/bin";
@@ -267,7 +290,7 @@ static int exec_search(const char *name, char *const argv[], char *const envp[])
         full[off++] = '.'; /* an empty entry means the current directory */
       full[off++] = '/';
       memcpy(full + off, name, nlen + 1);
-      execve(full, argv, envp);
+      exec_file(full, argv, envp);
       switch (errno) {
       case EACCES:
         saw_eacces = true;

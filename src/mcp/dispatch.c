@@ -134,7 +134,7 @@ static json_t *tools_list(void) {
       "code, or a session ID when it is still running after yield_time_ms: then use "
       "write_stdin to poll it, type into it, or interrupt it.",
       "inputSchema", "type", "object", "properties", "cmd", "type", "string", "description",
-      "the command line, run with the server's shell (-c)", "workdir", "type", "string",
+      "the command line, run with the server's shell (-c); plain words run without it", "workdir", "type", "string",
       "description", "working directory, relative to the first workspace root", "tty", "type",
       "boolean", "description", "run in a pseudo-terminal (default false)", "yield_time_ms",
       "type", "integer", "minimum", 0, "maximum", 30000, "description",
@@ -313,6 +313,39 @@ static bool inside_roots(const struct mcp_server *s, const char *path) {
   return false;
 }
 
+/* A command line that is words and nothing the shell would interpret
+ * (no quoting, expansion, redirection, operator, assignment or builtin) is
+ * run as those words, without the shell: then a program that does not
+ * exist is executable_not_found from execve's own answer, as `corral run`
+ * says it, not a 127 the shell printed.  False: the shell runs it. */
+static bool simple_command(corral_request *req, const char *line) {
+  static const char *const builtins[] = {
+      ".",      ":",     "alias",  "bg",      "break", "cd",     "command", "continue", "declare",
+      "eval",   "exec",  "exit",   "export",  "fc",    "fg",     "getopts", "hash",     "jobs",
+      "let",    "local", "read",   "readonly", "return", "set",  "shift",   "source",   "times",
+      "trap",   "type",  "typeset", "ulimit", "umask", "unalias", "unset",  "wait",     "if",
+      "then",   "else",  "elif",   "fi",      "case",  "esac",   "for",     "while",    "until",
+      "do",     "done",  "function", "select", "time", "coproc", "in"};
+  char *words[64];
+  size_t n = 0;
+  for (const char *p = line; *p; p++)
+    if (!strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./:@%+,- ", *p))
+      return false;
+  char *copy = strdup(line);
+  if (!copy)
+    return false;
+  for (char *save, *w = strtok_r(copy, " ", &save); w && n < ARRAY_SIZE(words);
+       w = strtok_r(NULL, " ", &save))
+    words[n++] = w;
+  bool simple = n > 0 && n < ARRAY_SIZE(words) && !strchr(words[0], '%');
+  for (size_t i = 0; simple && i < ARRAY_SIZE(builtins); i++)
+    simple = strcmp(words[0], builtins[i]) != 0;
+  if (simple)
+    simple = corral_request_set_command(req, words[0], (const char *const *)words + 1, n - 1) == 0;
+  free(copy);
+  return simple;
+}
+
 static void exec_command(struct mcp_server *s, json_t *id, json_t *args) {
   json_t *cmd = json_object_get(args, "cmd");
   if (!json_is_string(cmd) || str_blank(json_string_value(cmd)) ||
@@ -348,8 +381,10 @@ static void exec_command(struct mcp_server *s, json_t *id, json_t *args) {
   corral_request_init(&req);
   req.origin = CORRAL_ORIGIN_MCP_SERVER;
   req.mode = CORRAL_MODE_INTERACTIVE;
-  const char *argv[] = {"-c", json_string_value(cmd)};
-  corral_request_set_command(&req, s->shell, argv, 2);
+  if (!simple_command(&req, json_string_value(cmd))) {
+    const char *argv[] = {"-c", json_string_value(cmd)};
+    corral_request_set_command(&req, s->shell, argv, 2);
+  }
   corral_request_set_working_directory(&req, real);
   free(real);
   for (size_t i = 0; i < s->nroots; i++)

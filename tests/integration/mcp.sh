@@ -18,6 +18,8 @@ out=$(printf '%s\n' \
   '{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"exec_command","arguments":{"cmd":"touch /etc/corral-mcpsh"}}}' \
   '{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"exec_command","arguments":{"cmd":"echo whole","yield_time_ms":2000.0,"max_output_tokens":1e3}}}' \
   '{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"exec_command","arguments":{"cmd":"true","yield_time_ms":250.5}}}' \
+  '{"jsonrpc":"2.0","id":13,"method":"tools/call","params":{"name":"exec_command","arguments":{"cmd":"corral-no-such-command --flag"}}}' \
+  '{"jsonrpc":"2.0","id":14,"method":"tools/call","params":{"name":"exec_command","arguments":{"cmd":"echo one two && echo three"}}}' \
   '{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"stop_session","arguments":{"session_id":4242.0}}}' \
   | timeout 30 "$CORRAL" mcp --workspace "$ws")
 rc=$?
@@ -78,6 +80,11 @@ bout=$(printf '%s\n' \
   '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"sh","version":"1"}}}' \
   '[{"jsonrpc":"2.0","id":2,"method":"ping"}]' | timeout 30 "$CORRAL" mcp --workspace "$ws")
 expect_contains "$bout" '"code":-32600'
+t "a program that does not exist is executable_not_found, as corral run says; shell lines still work"
+expect_eq executable_not_found "$(get 13 result.structuredContent.outcome.kind)"
+expect_eq 127 "$(get 13 result.structuredContent.exitCode)"
+expect_eq "one two
+three" "$(get 14 result.structuredContent.output)"
 t "sandboxed"
 expect_contains "$(get 8 result.structuredContent.output)" "Read-only file system"
 expect_absent /etc/corral-mcpsh

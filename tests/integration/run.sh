@@ -25,6 +25,10 @@ t "not executable is 126"
 printf '#!/bin/sh\necho hi\n' > "$work/script"; chmod 644 "$work/script"
 "$CORRAL" run --unsandboxed -- "$work/script" 2>/dev/null; expect_eq 126 $?
 
+t "a script without #! runs with the shell, as execvp runs it"
+printf 'echo no-shebang "$@"\n' > "$work/plain-script"; chmod 755 "$work/plain-script"
+expect_eq "no-shebang a b" "$("$CORRAL" run -- "$work/plain-script" a b)"
+
 t "timeout is 124 and ends the tree"
 start=$(date +%s%N)
 "$CORRAL" run --unsandboxed --timeout 0.2 -- sh -c 'sleep 30 & sleep 30' 2>/dev/null; rc=$?
