@@ -45,6 +45,28 @@ cc -o "$tmp/static" "$SOURCE_ROOT/examples/run.c" -I"$p/include" "$libdir/libcor
   $(pkg-config --libs jansson libseccomp) -lpthread -lm
 expect_eq 0 $? "static link"
 
+t "the static library defines corral_* only: an embedder's own error_set links"
+bad=$(nm -g --defined-only "$libdir/libcorral.a" | awk 'NF == 3 {print $3}' | grep -v '^corral_' | head -3)
+expect_eq "" "$bad"
+cat > "$tmp/embedder.c" <<'EOF2'
+#include <corral.h>
+#include <stdio.h>
+int error_set(void) { return 7; }       /* names corral uses inside */
+int sha256(int x) { return x + 1; }
+int mkdir_p(void) { return 0; }
+int main(void) {
+  corral_request r;
+  corral_request_init(&r);
+  corral_request_free(&r);
+  printf("%d %d %d\n", error_set(), sha256(1), mkdir_p());
+  return 0;
+}
+EOF2
+cc -o "$tmp/embedder" "$tmp/embedder.c" -I"$p/include" "$libdir/libcorral.a" \
+  $(pkg-config --libs jansson libseccomp) -lpthread -lm
+expect_eq 0 $? "link an embedder with its own error_set, sha256, mkdir_p"
+expect_eq "7 2 0" "$("$tmp/embedder")"
+
 t "the example policies parse"
 for pol in "$SOURCE_ROOT"/examples/policy-*.json; do
   "$p/bin/corral" policy --policy "$pol" >/dev/null
