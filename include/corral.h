@@ -14,6 +14,22 @@
  *    freed by its `_free`; the setters below copy what they are given.
  *  - Objects with behaviour (adapters, cancellation) are opaque, with
  *    `_new` / `_free` pairs.
+ *  - Times are milliseconds in int64_t.
+ *
+ * Threads and the process:
+ *  - corral_run may run in several threads at once; an adapter is not
+ *    changed by a run and may be shared by them.  A session manager
+ *    (corral_sessions) belongs to one thread at a time: call its functions
+ *    from one thread (several managers may live in several threads).
+ *  - Each run or session starts a child of this process (the sandbox's
+ *    init): SIGCHLD is delivered for it, and corral reaps it by its pid or
+ *    pidfd.  A SIGCHLD handler of the embedding program must reap only its
+ *    own children (waitpid with their pids, never -1), or corral loses the
+ *    status it reports.  corral installs no signal handler.
+ *  - SIGPIPE is blocked in the calling thread while corral_run runs and
+ *    while a manager writes to a command's stdin, and one raised there is
+ *    taken before the mask is restored: a command that closes its input
+ *    cannot end the embedding program.
  */
 #ifndef CORRAL_H
 #define CORRAL_H
@@ -411,10 +427,13 @@ CORRAL_EXTERN void corral_sessions_free(corral_sessions *m);
  * drain, a process to reap); call corral_sessions_process then.  For
  * embedding in another event loop. */
 CORRAL_EXTERN int corral_sessions_fd(const corral_sessions *m);
-/* Does pending work, waiting at most timeout_ms (0: none, -1: forever). */
-CORRAL_EXTERN int corral_sessions_process(corral_sessions *m, int timeout_ms);
-/* How long until the manager needs to run again (retention), or -1. */
-CORRAL_EXTERN int corral_sessions_timeout(const corral_sessions *m);
+/* Does pending work, waiting at most timeout_ms (0: none, negative:
+ * until there is some).  Returns how many events it handled (0: none came
+ * in time), or a negative errno when waiting failed. */
+CORRAL_EXTERN int corral_sessions_process(corral_sessions *m, int64_t timeout_ms);
+/* Milliseconds until the manager needs to run again (a retention or a
+ * grace period ends), or -1 when nothing is due. */
+CORRAL_EXTERN int64_t corral_sessions_timeout(const corral_sessions *m);
 
 CORRAL_EXTERN void corral_session_options_init(corral_session_options *o);
 CORRAL_EXTERN void corral_session_result_init(corral_session_result *r);

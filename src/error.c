@@ -60,7 +60,7 @@ const char *corral_strerror(int code) {
   case 0:
     return "success";
   case CORRAL_EBADJSON:
-    return "malformed JSON input";
+    return "JSON input that does not decode (its syntax, or a field's type or value)";
   case CORRAL_EINVALID:
     return "invalid request or outcome";
   case CORRAL_ENOADAPTER:

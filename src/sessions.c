@@ -28,6 +28,8 @@
  *      classification, cleanup) and its descriptors closed then.
  */
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
@@ -349,6 +351,25 @@ static void expire(corral_sessions *m) {
 }
 
 /* Handles what epoll reports, waiting at most timeout_ms. */
+/* A write to a command's stdin: a command that closed it must not kill the
+ * embedding program with SIGPIPE.  Blocked in this thread for the write,
+ * and one raised by it taken before the mask is restored. */
+static ssize_t write_input(int fd, const void *buf, size_t n) {
+  sigset_t pipe_set, old;
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+  ssize_t w = write(fd, buf, n);
+  int e = errno;
+  if (w < 0 && e == EPIPE && !sigismember(&old, SIGPIPE)) {
+    struct timespec zero = {0, 0};
+    sigtimedwait(&pipe_set, NULL, &zero);
+  }
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  errno = e;
+  return w;
+}
+
 static int process(corral_sessions *m, int timeout_ms, int cancel_fd, bool *cancelled) {
   struct epoll_event ev[32];
   int n = epoll_wait(m->epfd, ev, 32, timeout_ms);
@@ -381,7 +402,8 @@ static int process(corral_sessions *m, int timeout_ms, int cancel_fd, bool *canc
       break;
     case EV_IN:
       while (s->pending && s->pending_off < s->pending_len) {
-        ssize_t w = write(s->in_fd, s->pending + s->pending_off, s->pending_len - s->pending_off);
+        ssize_t w =
+            write_input(s->in_fd, s->pending + s->pending_off, s->pending_len - s->pending_off);
         if (w > 0) {
           s->pending_off += (size_t)w;
           continue;
@@ -541,7 +563,7 @@ void corral_sessions_free(corral_sessions *m) {
 
 int corral_sessions_fd(const corral_sessions *m) { return m->epfd; }
 
-int corral_sessions_timeout(const corral_sessions *m) {
+int64_t corral_sessions_timeout(const corral_sessions *m) {
   int64_t now = mono_ms(), best = -1;
   for (size_t i = 0; i < m->n; i++) {
     const struct session *s = m->s[i];
@@ -555,12 +577,12 @@ int corral_sessions_timeout(const corral_sessions *m) {
     if (t >= 0 && (best < 0 || t < best))
       best = t;
   }
-  return best < 0 ? -1 : (int)clamp(best - now, 0, 1 << 30);
+  return best < 0 ? -1 : clamp(best - now, 0, INT64_MAX / 2);
 }
 
-int corral_sessions_process(corral_sessions *m, int timeout_ms) {
+int corral_sessions_process(corral_sessions *m, int64_t timeout_ms) {
   launch_reap_deferred();
-  int r = process(m, timeout_ms, -1, NULL);
+  int r = process(m, timeout_ms < 0 ? -1 : (int)clamp(timeout_ms, 0, INT32_MAX), -1, NULL);
   expire(m);
   return r;
 }

@@ -138,7 +138,8 @@ int cmd_mcp(int argc, char **argv) {
   size_t len = 0, cap = 65536;
   bool eof = false, skipping = false;
   while (!eof && !stdout_broken && buf) {
-    int t1 = mcp_timeout(&server), t2 = corral_sessions_timeout(server.sessions);
+    int64_t t2l = corral_sessions_timeout(server.sessions);
+    int t1 = mcp_timeout(&server), t2 = t2l < 0 ? -1 : t2l > INT32_MAX ? INT32_MAX : (int)t2l;
     int timeout = t1 < 0 ? t2 : t2 < 0 ? t1 : (t1 < t2 ? t1 : t2);
     struct epoll_event evs[5];
     int n = epoll_wait(ep, evs, 4, stdin_always_ready ? 0 : timeout);

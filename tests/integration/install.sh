@@ -67,6 +67,25 @@ cc -o "$tmp/embedder" "$tmp/embedder.c" -I"$p/include" "$libdir/libcorral.a" \
 expect_eq 0 $? "link an embedder with its own error_set, sha256, mkdir_p"
 expect_eq "7 2 0" "$("$tmp/embedder")"
 
+t "every C block of the README compiles as written (against the installed header)"
+python3 - "$SOURCE_ROOT/README.md" "$tmp/readme" <<'EOF2'
+import re, sys
+text = open(sys.argv[1]).read()
+for i, block in enumerate(re.findall(r"```c\n(.*?)```", text, re.S)):
+    open("%s-%d.c" % (sys.argv[2], i), "w").write(block)
+EOF2
+n=0
+for c in "$tmp"/readme-*.c; do
+  n=$((n + 1))
+  if grep -q 'int main' "$c"; then
+    cc -Wall -Wextra -Werror -o "${c%.c}" "$c" $(pkg-config --cflags --libs corral)
+  else
+    cc -Wall -Wextra -Werror -c -o "${c%.c}.o" "$c" $(pkg-config --cflags corral)
+  fi
+  expect_eq 0 $? "README block $(basename "$c")"
+done
+[ "$n" -ge 2 ] && pass || fail "no C blocks found in the README"
+
 t "the example policies parse"
 for pol in "$SOURCE_ROOT"/examples/policy-*.json; do
   "$p/bin/corral" policy --policy "$pol" >/dev/null

@@ -173,6 +173,23 @@ static void test_pipe_stdin(void **state) {
   corral_sessions_free(m);
 }
 
+/* A command that closes its stdin: writing to it must not kill this
+ * process with SIGPIPE (whose default action is to end it). */
+static void test_closed_stdin_no_sigpipe(void **state) {
+  (void)state;
+  signal(SIGPIPE, SIG_DFL);
+  corral_sessions *m = corral_sessions_new();
+  corral_session_result r;
+  start(m, "exec 0<&-; sleep 2", false, 200, &r);
+  long id = r.session_id;
+  corral_session_result_free(&r);
+  cont(m, id, "into the void\n", false, 200, &r); /* EPIPE, survived */
+  corral_session_result_free(&r);
+  corral_error err = {0};
+  corral_session_stop(m, id, &err);
+  corral_sessions_free(m);
+}
+
 static void test_output_bound(void **state) {
   (void)state;
   corral_sessions *m = corral_sessions_new();
@@ -388,7 +405,7 @@ int main(void) {
       cmocka_unit_test(test_pty_read_line),
       cmocka_unit_test(test_pty_cat_echo_and_eof),
       cmocka_unit_test(test_pipe_stdin),
-      cmocka_unit_test(test_output_bound),
+      cmocka_unit_test(test_output_bound), cmocka_unit_test(test_closed_stdin_no_sigpipe),
       cmocka_unit_test(test_floods_do_not_delay),
       cmocka_unit_test(test_eviction),
       cmocka_unit_test(test_retention),
