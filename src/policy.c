@@ -1183,76 +1183,6 @@ static int add_sockets_below(struct path_list *l, const char *dir, int depth, co
   return r;
 }
 
-/* Sockets bound below /tmp as /proc/net/unix (the kernel's list of this
- * network namespace's sockets, with the path each was bound to) names
- * them: those directly in /tmp and in the caller's ssh-<random>
- * directories there, each checked on the filesystem.  1 when the list
- * cannot tell (unreadable, or a socket bound by a relative path, which
- * could be in /tmp too): /tmp is to be listed instead. */
-static int add_bound_sockets(struct path_list *l, struct resolve_cache *cache,
-                             corral_error *err) {
-  int fd = open("/proc/net/unix", O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return 1;
-  size_t len = 0, cap = 1 << 16;
-  char *buf = malloc(cap + 1);
-  ssize_t n = 0;
-  while (buf && (n = read(fd, buf + len, cap - len)) > 0)
-    if ((len += (size_t)n) == cap) {
-      char *g = cap < (64u << 20) ? realloc(buf, (cap *= 2) + 1) : NULL;
-      if (!g)
-        free(buf);
-      buf = g;
-    }
-  close(fd);
-  if (!buf || n < 0) {
-    free(buf);
-    return 1;
-  }
-  buf[len] = '\0';
-  int r = 0;
-  /* "Num: RefCount Protocol Flags Type St Inode Path": the path, when
-   * there is one, after the seventh field; '@' for an abstract name. */
-  for (char *line = strchr(buf, '\n'), *next; r == 0 && line; line = next) {
-    next = strchr(++line, '\n');
-    if (next)
-      *next = '\0';
-    char *path = line;
-    for (int f = 0; f < 7 && path; f++) {
-      path += strspn(path, " ");
-      path = strchr(path, ' ');
-    }
-    if (!path || !*(path += strspn(path, " ")) || *path == '@')
-      continue;
-    if (*path != '/') {
-      r = 1;
-      break;
-    }
-    if (strncmp(path, "/tmp/", 5) != 0)
-      continue;
-    const char *rest = path + 5, *slash = strchr(rest, '/');
-    struct stat st;
-    char dir[PATH_MAX];
-    if (slash && (strncmp(rest, "ssh-", 4) != 0 || strchr(slash + 1, '/') ||
-                  (size_t)(slash - path) >= sizeof dir))
-      continue;
-    if (slash) { /* the caller's own ssh-agent directory only */
-      memcpy(dir, path, (size_t)(slash - path));
-      dir[slash - path] = '\0';
-      if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
-        continue;
-    }
-    r = add_socket(l, path, cache, err);
-  }
-  free(buf);
-  return r;
-}
-
-/* A /tmp directory this large (ext4 never shrinks one: a /tmp that once
- * held a hundred thousand files costs a millisecond to read, on every run)
- * is not listed; the kernel's list of sockets names the candidates. */
-#define TMP_LIST_MAX (64 * 1024)
-
 static int add_daemon_sockets(struct path_list *l, struct resolve_cache *cache,
                               corral_error *err) {
   static const char *const fixed[] = {
@@ -1323,13 +1253,7 @@ static int add_daemon_sockets(struct path_list *l, struct resolve_cache *cache,
     snprintf(path, sizeof path, "/run/user/%u", (unsigned)geteuid());
   if (r == 0)
     r = add_sockets_below(l, path, 2, NULL, &budget, cache, err);
-  struct stat st;
-  int bound = r == 0 && stat("/tmp", &st) == 0 && st.st_size > TMP_LIST_MAX
-                  ? add_bound_sockets(l, cache, err)
-                  : 1;
-  if (bound < 0)
-    r = bound;
-  else if (r == 0 && bound == 1)
+  if (r == 0)
     r = add_sockets_below(l, "/tmp", 1, "ssh-", &budget, cache, err);
   budget = SOCKET_SCAN_MAX;
   if (r == 0 && geteuid() == 0)

@@ -80,6 +80,13 @@ void ns_obstacle(char *why, size_t whylen);
  * short-lived child; *why says what failed.) */
 bool ns_available(char *why, size_t whylen);
 
+/* gitconfig.c: a regular file of at most `max` bytes, NUL-terminated
+ * (malloc'd), or NULL; and each value of `key` in `section` (any
+ * subsection, case as git has it) of config text, which it changes. */
+char *read_small_file(const char *path, size_t max);
+void gitconfig_each(char *text, const char *section, const char *key,
+                    void (*fn)(const char *value, void *ctx), void *ctx);
+
 /* mounts.c */
 /* In the supervisor, once the profile is final: the tables init fills
  * (as many entries as the lists hold; freed with the plan). */

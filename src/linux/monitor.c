@@ -23,9 +23,6 @@
 #include "../policy.h"
 #include "linux.h"
 
-/* `name` in `dir`: read-only when it exists (by its real path: the
- * sandbox is built by path, and a symlink on the way would put the mount
- * somewhere else), else its creation is watched for. */
 /* What in a repository's git directory git would run or follow: hooks and
  * config (code to run), submodules' and worktrees' git directories (their
  * own hooks and config), and the files that point git at another git
@@ -33,6 +30,7 @@
 static const char *const git_dangerous[] = {"hooks",  "modules",   "worktrees",
                                             "config", "commondir", "config.worktree"};
 #define GIT_DANGEROUS_DIRS 3 /* the first three are directories */
+#define GIT_FILE_MAX (1 << 20) /* a config, .gitmodules or .git file larger is not read */
 
 /* A protected path the policy makes writable on purpose (allowProtected):
  * at or below one of those, nothing is bound read-only or watched. */
@@ -43,96 +41,115 @@ static bool allowed(const struct profile *pr, const char *path) {
   return false;
 }
 
+static bool in_write_root(const struct profile *pr, const char *path) {
+  for (size_t i = 0; i < pr->write_roots.n; i++)
+    if (path_is_under(path, pr->write_roots.v[i]))
+      return true;
+  return false;
+}
+
 static int watch_path(struct path_list *watch, const char *path) {
   return path_list_has(watch, path) ? 0 : path_list_add(watch, path);
+}
+
+/* Bound onto itself: a mount point cannot be renamed or removed, so
+ * nothing can take its place. */
+static int pin(struct profile *pr, const char *path) {
+  char *real = path_resolve(path, NULL);
+  if (!real)
+    return -ENOMEM;
+  int r = path_list_has(&pr->pinned, real) ? 0 : path_list_add(&pr->pinned, real);
+  free(real);
+  return r;
+}
+
+/* `path`: read-only when it exists (by its real path: the sandbox is built
+ * by path, and a symlink on the way would put the mount somewhere else),
+ * else its creation is watched for. */
+static int protect_path(struct profile *pr, struct path_list *watch, const char *path) {
+  struct stat st;
+  if (allowed(pr, path))
+    return 0;
+  if (lstat(path, &st) < 0)
+    return watch_path(watch, path);
+  /* A symlink (hooks -> elsewhere): its target is read-only, and the link
+   * itself must not be replaced by a directory of the command's.  One that
+   * leads nowhere has nothing to make read-only. */
+  if (S_ISLNK(st.st_mode) && stat(path, &st) < 0)
+    return watch_path(watch, path);
+  int r = path_list_add_real(&pr->deny_write, path, NULL);
+  if (r == 0 && lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
+    r = watch_path(watch, path);
+  return r;
 }
 
 static int protect(struct profile *pr, struct path_list *watch, const char *dir,
                    const char *name) {
   char path[PATH_MAX];
-  struct stat st;
-  snprintf(path, sizeof path, "%s/%s", dir, name);
-  if (allowed(pr, path))
+  if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path)
     return 0;
-  if (lstat(path, &st) < 0)
-    return watch_path(watch, path);
-  int r = path_list_add_real(&pr->deny_write, path, NULL);
-  /* A symlink (hooks -> elsewhere): its target is read-only, and the link
-   * itself must not be replaced by a directory of the command's. */
-  return r == 0 && S_ISLNK(st.st_mode) ? watch_path(watch, path) : r;
+  return protect_path(pr, watch, path);
 }
 
-/* The directory core.hooksPath names in `config`, resolved against the
- * work tree `root` ("" when there is none).  Only the file itself is read
- * (not its includes): enough for the husky-style setting a repository
- * carries. */
-static void hooks_path(const char *config, const char *root, char *out, size_t size) {
-  out[0] = '\0';
-  FILE *f = fopen(config, "re");
-  if (!f)
-    return;
-  char line[4096];
-  bool core = false;
-  while (fgets(line, sizeof line, f)) {
-    char *p = line + strspn(line, " \t");
-    if (*p == '[') {
-      core = strncasecmp(p, "[core]", 6) == 0;
-      continue;
-    }
-    if (!core || strncasecmp(p, "hookspath", 9) != 0)
-      continue;
-    p += 9 + strspn(p + 9, " \t");
-    if (*p != '=')
-      continue;
-    p++;
-    p += strspn(p, " \t\"");
-    p[strcspn(p, "\"\r\n")] = '\0';
-    if (*p == '/')
-      snprintf(out, size, "%s", p);
-    else if (*p)
-      snprintf(out, size, "%s/%s", root, p);
-  }
-  fclose(f);
+/* A path a file names: absolute, `~/`, or relative to `base`. */
+static bool named_path(const char *value, const char *base, char *out, size_t size) {
+  char home[PATH_MAX];
+  if (value[0] == '/')
+    return snprintf(out, size, "%s", value) < (int)size;
+  if (value[0] == '~' && value[1] == '/')
+    return user_home(home, sizeof home) && snprintf(out, size, "%s%s", home, value + 1) < (int)size;
+  return snprintf(out, size, "%s/%s", base, value) < (int)size;
 }
 
-/* A repository whose work tree is `root` (a write root, or a submodule in
- * one): what git there would run or follow is kept read-only, or watched
- * when missing, and a .git that is missing or a file cannot be replaced. */
-static int protect_repo(struct profile *pr, struct path_list *watch, const char *root) {
+struct config_walk {
+  struct profile *pr;
+  struct path_list *watch;
+  const char *base; /* what relative values are relative to */
+  int r;
+};
+
+/* A file or directory a repository's config names as code or more config
+ * (core.hooksPath, include.path, includeIf.*.path): read-only when it lies
+ * in a write root, watched when it does not exist yet. */
+static void protect_named(const char *value, void *ctx) {
+  struct config_walk *w = ctx;
   char path[PATH_MAX];
-  struct stat st;
-  /* A directory with HEAD, objects and refs is a (bare) repository to git
-   * of its own: with a config naming a work tree (core.worktree), git on
-   * the host would take `root` for one, once its .git is broken or where
-   * there is none.  HEAD is what git looks for first, so a HEAD is not
-   * made here either. */
-  snprintf(path, sizeof path, "%s/HEAD", root);
-  int rh = protect(pr, watch, root, "HEAD");
-  if (rh < 0)
-    return rh;
-  snprintf(path, sizeof path, "%s/.git", root);
-  if (allowed(pr, path))
-    return 0;
-  bool present = lstat(path, &st) == 0;
-  if (!present || !S_ISDIR(st.st_mode)) {
-    /* Missing (`git init` would make one: its config is code to run), a
-     * symlink or a worktree's or submodule's file: it cannot be pinned, so
-     * a .git put in its place is stopped like a protected name. */
-    int r = watch_path(watch, path);
-    /* A submodule's or worktree's .git file is read-only besides: bound
-     * onto itself, it cannot be removed either. */
-    if (r == 0 && present && S_ISREG(st.st_mode))
-      r = path_list_add_real(&pr->deny_write, path, NULL);
-    if (r < 0 || stat(path, &st) < 0 || !S_ISDIR(st.st_mode))
-      return r;
-  }
-  /* .git itself is pinned (a mount point cannot be renamed or removed):
-   * otherwise `mv .git x; mkdir .git` would leave what is read-only behind
-   * and plant anew. */
-  char *git = path_resolve(path, NULL);
+  if (w->r == 0 && named_path(value, w->base, path, sizeof path) && in_write_root(w->pr, path))
+    w->r = protect_path(w->pr, w->watch, path);
+}
+
+/* What `gitdir`'s config names: hooksPath (against the work tree `root`,
+ * or the git directory for a bare one), the files it includes (against
+ * the config's directory).  Only the config itself is read. */
+static void config_each(const char *cfg, const char *section, const char *key,
+                        struct config_walk *w) {
+  char *text = w->r == 0 ? read_small_file(cfg, GIT_FILE_MAX) : NULL;
+  if (text)
+    gitconfig_each(text, section, key, protect_named, w);
+  free(text);
+}
+
+static int protect_config_targets(struct profile *pr, struct path_list *watch, const char *gitdir,
+                                  const char *root) {
+  char cfg[PATH_MAX];
+  snprintf(cfg, sizeof cfg, "%s/config", gitdir);
+  struct config_walk w = {pr, watch, root ? root : gitdir, 0};
+  config_each(cfg, "core", "hookspath", &w);
+  w.base = gitdir;
+  config_each(cfg, "include", "path", &w);
+  config_each(cfg, "includeif", "path", &w);
+  return w.r;
+}
+
+/* A git directory (a work tree's .git, where a .git file points, or a bare
+ * repository): pinned, and what git would run or follow in it read-only,
+ * or watched when missing. */
+static int protect_gitdir(struct profile *pr, struct path_list *watch, const char *gitdir,
+                          const char *root) {
+  char *git = path_resolve(gitdir, NULL);
   if (!git)
     return -ENOMEM;
-  int r = path_list_has(&pr->pinned, git) ? 0 : path_list_add(&pr->pinned, git);
+  int r = allowed(pr, git) ? 0 : pin(pr, git);
   for (size_t k = 0; k < ARRAY_SIZE(git_dangerous) && r == 0; k++) {
     /* The directories git makes when first needed are made empty now, so
      * that they can be read-only: `git worktree add` or `git submodule
@@ -140,51 +157,91 @@ static int protect_repo(struct profile *pr, struct path_list *watch, const char 
      * command goes on, instead of being stopped like a protected name. */
     char sub[PATH_MAX];
     snprintf(sub, sizeof sub, "%s/%s", git, git_dangerous[k]);
-    if (k < GIT_DANGEROUS_DIRS)
+    if (k < GIT_DANGEROUS_DIRS && !allowed(pr, sub))
       mkdir(sub, 0755); /* EEXIST, or it stays watched (protect) */
     r = protect(pr, watch, git, git_dangerous[k]);
   }
-  /* A hooks directory in the work tree (husky's .husky) is as much code as
-   * .git/hooks. */
-  char cfg[PATH_MAX], hooks[PATH_MAX];
-  snprintf(cfg, sizeof cfg, "%s/config", git);
-  hooks_path(cfg, root, hooks, sizeof hooks);
+  if (r == 0)
+    r = protect_config_targets(pr, watch, git, root);
   free(git);
-  for (size_t i = 0; r == 0 && hooks[0] && i < pr->write_roots.n; i++)
-    if (path_is_under(hooks, pr->write_roots.v[i]))
-      r = lstat(hooks, &st) == 0 ? path_list_add_real(&pr->deny_write, hooks, NULL)
-                                 : watch_path(watch, hooks);
   return r;
+}
+
+/* The git directory a .git file names ("gitdir: PATH", relative to the
+ * work tree), into out; false when it names none. */
+static bool gitfile_target(const char *file, const char *root, char *out, size_t size) {
+  char *text = read_small_file(file, GIT_FILE_MAX);
+  bool ok = false;
+  if (text && strncmp(text, "gitdir:", 7) == 0) {
+    char *v = text + 7 + strspn(text + 7, " \t");
+    v[strcspn(v, "\r\n")] = '\0';
+    ok = *v && named_path(v, root, out, size);
+  }
+  free(text);
+  return ok;
+}
+
+/* A repository whose work tree is `root` (a write root, or a submodule in
+ * one): what git there would run or follow is kept read-only, or watched
+ * when missing, and a .git that is missing or a file cannot be replaced. */
+static int protect_repo(struct profile *pr, struct path_list *watch, const char *root) {
+  char path[PATH_MAX], target[PATH_MAX];
+  struct stat st;
+  /* A directory with HEAD, objects and refs is a (bare) repository to git
+   * of its own: with a config naming a work tree (core.worktree), git on
+   * the host would take `root` for one, once its .git is broken or where
+   * there is none.  HEAD is what git looks for first, so a HEAD is not
+   * made here either. */
+  int r = protect(pr, watch, root, "HEAD");
+  if (r < 0)
+    return r;
+  snprintf(path, sizeof path, "%s/.git", root);
+  if (allowed(pr, path))
+    return 0;
+  bool present = lstat(path, &st) == 0;
+  if (present && S_ISDIR(st.st_mode))
+    return protect_gitdir(pr, watch, path, root);
+  /* Missing (`git init` would make one: its config is code to run), a
+   * symlink or a worktree's or submodule's file: it cannot be pinned, so a
+   * .git put in its place is stopped like a protected name. */
+  r = watch_path(watch, path);
+  if (r < 0 || !present)
+    return r;
+  if (S_ISREG(st.st_mode)) {
+    /* The file is read-only besides (bound onto itself, it cannot be
+     * removed either), and where it points gets what a .git gets when it
+     * lies in a write root (`git init --separate-git-dir`). */
+    r = path_list_add_real(&pr->deny_write, path, NULL);
+    if (r == 0 && gitfile_target(path, root, target, sizeof target) &&
+        in_write_root(pr, target) && stat(target, &st) == 0 && S_ISDIR(st.st_mode))
+      r = protect_gitdir(pr, watch, target, root);
+  } else if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+    r = protect_gitdir(pr, watch, path, root); /* a symlink to a git directory */
+  }
+  return r;
+}
+
+static void protect_submodule(const char *value, void *ctx) {
+  struct config_walk *w = ctx;
+  char sub[PATH_MAX];
+  if (w->r == 0 && value[0] != '/' && !strstr(value, "..") &&
+      snprintf(sub, sizeof sub, "%s/%s", w->base, value) < (int)sizeof sub)
+    w->r = protect_repo(w->pr, w->watch, sub); /* only inside the work tree */
 }
 
 /* The submodules `.gitmodules` in `root` lists: each is a repository of
  * its own whose .git (a file pointing into .git/modules) could be swapped
  * for a planted one. */
 static int protect_submodules(struct profile *pr, struct path_list *watch, const char *root) {
-  char path[PATH_MAX], line[4096];
+  char path[PATH_MAX];
   snprintf(path, sizeof path, "%s/.gitmodules", root);
-  FILE *f = fopen(path, "re");
-  if (!f)
+  char *text = read_small_file(path, GIT_FILE_MAX);
+  if (!text)
     return 0;
-  int r = 0, n = 0;
-  while (r == 0 && n < 256 && fgets(line, sizeof line, f)) {
-    char *p = line + strspn(line, " \t");
-    if (strncmp(p, "path", 4) != 0)
-      continue;
-    p += 4 + strspn(p + 4, " \t");
-    if (*p++ != '=')
-      continue;
-    p += strspn(p, " \t\"");
-    p[strcspn(p, "\"\r\n")] = '\0';
-    if (!*p || *p == '/' || strstr(p, ".."))
-      continue; /* only inside the work tree */
-    char sub[PATH_MAX];
-    snprintf(sub, sizeof sub, "%s/%s", root, p);
-    r = protect_repo(pr, watch, sub);
-    n++;
-  }
-  fclose(f);
-  return r;
+  struct config_walk w = {pr, watch, root, 0};
+  gitconfig_each(text, "submodule", "path", protect_submodule, &w);
+  free(text);
+  return w.r;
 }
 
 /* The directories between write root `outer` and write root `inner`
@@ -204,13 +261,28 @@ static int protect_between(struct profile *pr, struct path_list *watch, const ch
   return r;
 }
 
+/* A repository found below write root `root` at `dir`: the directories
+ * from `dir` up to the root are pinned too, so that none can be renamed
+ * away and a planted repository put where the user's git will look. */
+static int pin_way(struct profile *pr, const char *root, const char *dir) {
+  char way[PATH_MAX];
+  size_t rlen = strlen(root);
+  int r = 0;
+  snprintf(way, sizeof way, "%s", dir);
+  while (r == 0 && strlen(way) > rlen && !allowed(pr, way)) {
+    r = pin(pr, way);
+    *strrchr(way, '/') = '\0';
+  }
+  return r;
+}
+
 /* Repositories nested in write root `root` (a vendored clone, a
- * sub-project): each gets what the top one gets.  Looked for breadth
- * first, NESTED_DEPTH levels down and among NESTED_DIRS directories at
- * most, since it costs start-up time on every run; not through symlinks,
- * not inside a .git or node_modules, and not in a shared temporary
- * directory such as /tmp (sticky: other users' files; only its top is
- * watched). */
+ * sub-project, a bare repository): each gets what the top one gets, and
+ * the directories on the way to it are pinned.  Looked for breadth first,
+ * NESTED_DEPTH levels down and among NESTED_DIRS directories at most,
+ * since it costs start-up time on every run; not through symlinks, not
+ * inside a .git or node_modules, and not in a shared temporary directory
+ * such as /tmp (sticky: other users' files; only its top is watched). */
 #define NESTED_DEPTH 2
 #define NESTED_DIRS 256
 #define NESTED_REPOS 32
@@ -225,9 +297,13 @@ static int protect_nested(struct profile *pr, struct path_list *watch, const cha
   for (size_t i = 0; r == 0 && i < dirs.n && repos < NESTED_REPOS; i++) {
     char path[PATH_MAX];
     bool repo = false;
+    unsigned bare = 0; /* HEAD, objects, refs seen */
     if (depth[i] == NESTED_DEPTH) { /* the last level: only is it one? */
       repo = snprintf(path, sizeof path, "%s/.git", dirs.v[i]) < (int)sizeof path &&
              lstat(path, &st) == 0;
+      if (!repo && snprintf(path, sizeof path, "%s/HEAD", dirs.v[i]) < (int)sizeof path &&
+          lstat(path, &st) == 0 && S_ISREG(st.st_mode))
+        bare = 7; /* checked below */
     } else {
       int fd = open(dirs.v[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
       struct dir_iter it;
@@ -239,6 +315,9 @@ static int protect_nested(struct profile *pr, struct path_list *watch, const cha
           repo = true;
           continue;
         }
+        bare |= strcmp(name, "HEAD") == 0 ? 1 : strcmp(name, "objects") == 0 ? 2
+                                              : strcmp(name, "refs") == 0    ? 4
+                                                                             : 0;
         if (type == DT_UNKNOWN && fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
           type = S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
         if (type != DT_DIR || dirs.n == NESTED_DIRS || strcmp(name, "node_modules") == 0 ||
@@ -250,11 +329,27 @@ static int protect_nested(struct profile *pr, struct path_list *watch, const cha
       if (fd >= 0)
         close(fd);
     }
-    if (r == 0 && repo && i > 0) { /* the top one is protect_repo's already */
+    if (r || i == 0) /* the top one is protect_repo's already */
+      continue;
+    if (repo) {
       repos++;
-      r = protect_repo(pr, watch, dirs.v[i]);
+      r = pin_way(pr, root, dirs.v[i]);
+      if (r == 0)
+        r = protect_repo(pr, watch, dirs.v[i]);
       if (r == 0)
         r = protect_submodules(pr, watch, dirs.v[i]);
+    } else if (bare == 7) { /* a bare repository (mirror.git): its hooks run on a push */
+      char objects[PATH_MAX], refs[PATH_MAX];
+      snprintf(objects, sizeof objects, "%s/objects", dirs.v[i]);
+      snprintf(refs, sizeof refs, "%s/refs", dirs.v[i]);
+      if (depth[i] < NESTED_DEPTH ||
+          (lstat(objects, &st) == 0 && S_ISDIR(st.st_mode) && lstat(refs, &st) == 0 &&
+           S_ISDIR(st.st_mode))) {
+        repos++;
+        r = pin_way(pr, root, dirs.v[i]);
+        if (r == 0)
+          r = protect_gitdir(pr, watch, dirs.v[i], NULL);
+      }
     }
   }
   path_list_free(&dirs);

@@ -97,7 +97,36 @@ for r in sub vendor/lib; do
   (cd "$ws/nest/$r" && git status >/dev/null 2>&1 && gitc commit -q --allow-empty -m x >/dev/null 2>&1)
   expect_absent "$mark"; expect_absent "$ws/nest/$r/.git-away"
 done
-rm -rf "$ws/plain" "$ws/repo" "$ws/super" "$ws/hl" "$ws/hp" "$ws/nest" "$fakehome/libsrc" "$fakehome/realhooks"
+t "a nested repository's directories cannot be renamed away and a planted one put in their place"
+gitc init -q "$ws/nest2" && mkdir -p "$ws/nest2/vendor" && gitc init -q "$ws/nest2/sub" &&
+  gitc init -q "$ws/nest2/vendor/lib"
+(cd "$ws/nest2" && cr -- sh -c "mv sub .sub-old; mv vendor .v; mv vendor/lib vendor/lib2
+  for r in sub vendor/lib; do rm -rf \$r; mkdir -p \$r; (cd \$r && git init -q . && $fsmon); done; echo went-on") >/dev/null 2>&1
+for r in sub vendor/lib; do
+  (cd "$ws/nest2/$r" && git status >/dev/null 2>&1); expect_absent "$mark"
+done
+expect_absent "$ws/nest2/.sub-old"; expect_absent "$ws/nest2/.v"
+
+t "what a repository's .git file, config includes and hooksPath name is protected too; a bare one's hooks"
+gitc init -q "$ws/more" && gitc -C "$ws/more" init -q --separate-git-dir="$ws/more/.sep" sep &&
+  gitc init -q --bare "$ws/more/mirror.git" && gitc init -q "$ws/more/inc" &&
+  printf '[include]\n\tpath = ../shared.gitconfig\n[core] hooksPath = .githooks ; a comment\n' >> "$ws/more/inc/.git/config" &&
+  touch "$ws/more/inc/shared.gitconfig" && mkdir -p "$ws/more/inc/.githooks"
+(cd "$ws/more" && cr -- sh -c "(cd sep && $fsmon)
+  printf '#!/bin/sh\ntouch $mark\n' > mirror.git/hooks/pre-receive; chmod +x mirror.git/hooks/pre-receive
+  printf '[core]\n\tfsmonitor = \"touch $mark; false\"\n' > inc/shared.gitconfig
+  printf '#!/bin/sh\ntouch $mark\n' > inc/.githooks/pre-commit; chmod +x inc/.githooks/pre-commit") >/dev/null 2>&1
+(cd "$ws/more/sep" && git status >/dev/null 2>&1)
+(cd "$ws/more/inc" && git status >/dev/null 2>&1 && gitc commit -q --allow-empty -m x >/dev/null 2>&1)
+expect_absent "$mark"; expect_absent "$ws/more/mirror.git/hooks/pre-receive"
+
+t "a planted config that is /dev/zero, a FIFO or a dangling hooks link cannot stop later runs"
+gitc init -q "$ws/dos"
+(cd "$ws/dos" && cr -- sh -c 'mkdir -p z/.git y/.git d/.git && ln -s /dev/zero z/.git/config &&
+  mkfifo y/.git/config && ln -s /nonexistent d/.git/hooks && ln -sf /dev/zero .gitmodules') >/dev/null 2>&1
+(cd "$ws/dos" && timeout -s KILL 20 "$CORRAL" run -- true); expect_eq 0 $? "a later run"
+rm -rf "$ws/plain" "$ws/repo" "$ws/super" "$ws/hl" "$ws/hp" "$ws/nest" "$ws/nest2" "$ws/more" "$ws/dos" \
+  "$fakehome/libsrc" "$fakehome/realhooks"
 
 # --- a protected name another user makes in a shared write root ---------
 if [ "$(id -u)" -eq 0 ] && id corraltest >/dev/null 2>&1 && [ ! -e /tmp/.agents ]; then

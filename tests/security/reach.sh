@@ -257,9 +257,9 @@ t "landlock: refuses to run beside sockets it cannot hide"
 XDG_RUNTIME_DIR=$rt SSH_AUTH_SOCK= cr landlock -- true 2>/dev/null; expect_eq 125 $?
 rm -rf "$agentdir" "$rt"; $root && rm -rf /run/corral-reach-$$
 
-# A /tmp whose directory has grown large is not listed (it would cost a
-# millisecond and more on every run); the kernel's list of bound sockets
-# names what is there instead.  Filling it hides nothing.
+# Sockets in /tmp are found by listing it, whatever its size and however
+# they got there (bound through another path, renamed or linked in, bound
+# in another network namespace): filling it hides nothing.
 fill=/tmp/corral-reach-fill-$$
 fill_dir() { python3 -c '
 import os, sys
@@ -278,12 +278,21 @@ for p in sys.argv[1:]:
         socket.socket(socket.AF_UNIX).connect(p); print("CONNECTED", p)
     except OSError:
         pass'
-t "an agent's socket stays hidden behind a /tmp filled with entries"
-agentdir=$(mktemp -d /tmp/ssh-corral-fill-XXXXXX); listen "$agentdir/agent.3"; listen /tmp/corral-fill-$$.sock
+t "an agent's socket stays hidden behind a /tmp filled with entries, however it was bound"
+agentdir=$(mktemp -d /tmp/ssh-corral-fill-XXXXXX); listen "$agentdir/agent.3"
+listen /tmp//corral-fill-$$.sock                              # a path not as it is listed
+listen "$agentdir/../corral-fill-b-$$.sock"
+listen /tmp/corral-fill-c-$$.tmp && mv /tmp/corral-fill-c-$$.tmp /tmp/corral-fill-c-$$.sock  # renamed in
+unshare -n true 2>/dev/null && { unshare -n python3 -c '
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(); time.sleep(30)' /tmp/corral-fill-d-$$.sock &
+  hostpids+=($!); for _ in $(seq 50); do [ -S /tmp/corral-fill-d-$$.sock ] && break; sleep 0.05; done; }
 fill_dir "$fill" 3000
-out=$(SSH_AUTH_SOCK= cr linux -- python3 -c "$try_connect" "$agentdir/agent.3" /tmp/corral-fill-$$.sock 2>&1); rc=$?
+out=$(SSH_AUTH_SOCK= cr linux -- python3 -c "$try_connect" "$agentdir/agent.3" /tmp/corral-fill-$$.sock \
+  /tmp/corral-fill-b-$$.sock /tmp/corral-fill-c-$$.sock /tmp/corral-fill-d-$$.sock 2>&1); rc=$?
 expect_eq 0 $rc "exit"; expect_not_contains "$out" CONNECTED
-find /tmp -maxdepth 1 -name "${fill#/tmp/}-*" -delete; rm -rf /tmp/corral-fill-$$.sock "$agentdir"
+find /tmp -maxdepth 1 -name "${fill#/tmp/}-*" -delete
+rm -rf /tmp/corral-fill-$$.sock /tmp/corral-fill-[bcd]-$$.sock "$agentdir"
 
 t "a runtime directory too full to look through fails closed"
 rt=$(mktemp -d /tmp/corral-reach-rt-XXXXXX); chmod 700 "$rt"; fill_dir "$rt/f" 66000
@@ -292,8 +301,7 @@ expect_eq 125 $rc "exit"; expect_contains "$err" "too many entries"
 XDG_RUNTIME_DIR=$rt cr linux --block-unix-sockets -- true; expect_eq 0 $? "with Unix sockets refused"
 rm -rf "$rt"
 
-# Both ways of looking at /tmp, each on a /tmp of its own (a private
-# mount namespace): a small one is listed, a large one is not.
+# On a /tmp of its own (a private mount namespace), small and large.
 if $root; then
   for n in 10 5000; do
     t "linux: an agent's socket in a /tmp of $n entries is hidden"
