@@ -36,6 +36,7 @@ struct mcp_pending {
   char *out;
   size_t len, cap;
   bool dropped;
+  bool started_command; /* an exec_command: its cancellation ends the command */
 };
 
 /* ------------------------------------------------------------ sending */
@@ -396,7 +397,7 @@ static void exec_command(struct mcp_server *s, json_t *id, json_t *args) {
   o.tty = json_is_true(tty);
   o.yield_ms = 0; /* the wait happens in the loop, so a cancel can come */
   o.flags = CORRAL_RUN_CHANGES;
-  struct mcp_pending p = {.started = mono_ms(),
+  struct mcp_pending p = {.started = mono_ms(), .started_command = true,
                           .max_bytes = (size_t)clampl(tokens, 1, 200000) * 4};
   p.deadline = p.started + clampl(yield, 250, 30000);
   corral_session_result r;
@@ -580,12 +581,20 @@ static void initialize(struct mcp_server *s, json_t *id, json_t *params) {
                   "and type into them with write_stdin."));
 }
 
+/* A cancelled call gets no answer (rule 3); a cancelled exec_command
+ * also ends the command it started, its whole tree, and the session goes
+ * (the client never learnt its id).  A cancelled poll leaves it running. */
 static void cancelled(struct mcp_server *s, json_t *params) {
   json_t *rid = json_object_get(params, "requestId");
   for (size_t i = 0; rid && i < s->npending; i++)
     if (json_equal(s->pending[i].id, rid)) {
-      pending_free(&s->pending[i]); /* no answer: rule 3 */
+      bool ours = s->pending[i].started_command;
+      long session = s->pending[i].session;
+      pending_free(&s->pending[i]);
       s->pending[i] = s->pending[--s->npending];
+      corral_error err = {0};
+      if (ours)
+        corral_session_stop(s->sessions, session, &err);
       return;
     }
 }

@@ -120,6 +120,24 @@ test("Ctrl-C in a tty session is a keystroke: the shell survives", async () => {
   assert.equal(x.structuredContent.exitCode, 3);
 });
 
+test("a cancelled exec_command ends its command, and the session is gone", async () => {
+  const ac = new AbortController();
+  const pending = call("exec_command", { cmd: "exec sleep 3055", yield_time_ms: 30000 },
+                       { signal: ac.signal });
+  await new Promise((r) => setTimeout(r, 500));
+  assert.equal(alive("^sleep 3055$"), true);
+  ac.abort(); // the SDK sends notifications/cancelled
+  await assert.rejects(pending);
+  let gone = false;
+  for (let i = 0; i < 40 && !gone; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    gone = !alive("^sleep 3055$");
+  }
+  assert.equal(gone, true, "the command outlived its cancelled call");
+  const l = await call("list_sessions", {});
+  assert.equal(JSON.stringify(l.structuredContent ?? l.content).includes("sleep 3055"), false);
+});
+
 test("close_stdin ends a pipe session's input: cat sees EOF", async () => {
   const r = await call("exec_command", { cmd: "cat; echo after-eof", yield_time_ms: 250 });
   const id = r.structuredContent.sessionId;
@@ -180,22 +198,6 @@ test("workdir outside every root is refused; an unknown session is named", async
   const u = await call("write_stdin", { session_id: 987654 });
   assert.equal(u.isError, true);
   assert.match(u.content[0].text, /987654/);
-});
-
-test("a cancelled call leaves its session running", async () => {
-  const ac = new AbortController();
-  const pending = call("exec_command", { cmd: "exec sleep 3055", yield_time_ms: 30000 }, {
-    signal: ac.signal,
-  });
-  setTimeout(() => ac.abort(), 300);
-  await assert.rejects(pending);
-  const l = await call("list_sessions", {});
-  const s = l.structuredContent.sessions.find((x) => x.command.includes("sleep 3055"));
-  assert.ok(s, "the session is still there");
-  assert.equal(s.status, "running");
-  const st = await call("stop_session", { session_id: s.sessionId });
-  assert.equal(st.isError, false);
-  assert.equal(alive("^sleep 3055$"), false);
 });
 
 test("malformed lines get JSON-RPC errors and the server keeps serving", async () => {

@@ -303,6 +303,9 @@ rm -rf "$rt"
 
 # On a /tmp of its own (a private mount namespace), small and large.
 if $root; then
+  # The binary may itself lie below /tmp (a checkout there): a copy
+  # outside it, since the new /tmp hides what was below.
+  bin=$(mktemp -d /var/tmp/corral-reach-bin-XXXXXX); cp "$CORRAL" "$bin/corral"
   for n in 10 5000; do
     t "linux: an agent's socket in a /tmp of $n entries is hidden"
     out=$(unshare -m sh -c '
@@ -313,9 +316,10 @@ for i in range(int(sys.argv[1])): open(\"/tmp/f%d\" % i, \"w\").close()
 s = socket.socket(socket.AF_UNIX); s.bind(\"/tmp/ssh-corral/agent.4\"); s.listen()
 print(\"size\", os.stat(\"/tmp\").st_size)
 sys.exit(subprocess.call(sys.argv[2:]))" "$1" "$2" run -- python3 -c "$3" /tmp/ssh-corral/agent.4
-    ' sh "$n" "$CORRAL" "$try_connect" 2>&1); rc=$?
+    ' sh "$n" "$bin/corral" "$try_connect" 2>&1); rc=$?
     expect_eq 0 $rc "exit"; expect_not_contains "$out" CONNECTED; expect_contains "$out" size
   done
+  rm -rf "$bin"
 fi
 
 # Resource limits and priority of processes outside: only the same uid is
