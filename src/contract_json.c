@@ -259,10 +259,11 @@ static json_t *string_array(char *const *v, size_t n) {
   return a;
 }
 
+static void set_enum(json_t *o, const char *key, corral_enum which, int value);
+
 static json_t *capability_json(const corral_capability *cap) {
   json_t *o = json_object();
-  const char *kind = corral_enum_name(CORRAL_ENUM_CAPABILITY, (int)cap->kind);
-  json_object_set_new(o, "kind", json_string(kind ? kind : ""));
+  set_enum(o, "kind", CORRAL_ENUM_CAPABILITY, (int)cap->kind); /* unset: left out */
   if (cap->scope && *cap->scope)
     json_object_set_new(o, "scope", json_string(cap->scope));
   return o;

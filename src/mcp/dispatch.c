@@ -623,9 +623,13 @@ static void handle_batch(struct mcp_server *s, json_t *msg) {
     if (json_is_object(m) && json_object_get(m, "method") && (json_is_string(id) || json_is_integer(id)))
       json_array_append(bt->waiting, id);
   }
+  json_t *answers_of = bt->answers; /* how it is found again: slots may move */
   s->collecting = bt;
   json_array_foreach(msg, i, m) handle_message(s, m);
   s->collecting = NULL;
+  for (size_t k = 0; k < s->nbatches; k++)
+    if (s->batches[k].answers == answers_of)
+      bt = &s->batches[k];
   /* Answered already, or an answer without a request id (an invalid one). */
   size_t n = json_array_size(bt->answers);
   for (size_t k = 0; k < n; k++) {
@@ -640,7 +644,7 @@ static void handle_batch(struct mcp_server *s, json_t *msg) {
   if (json_array_size(bt->waiting) == 0) {
     json_t *answers = json_incref(bt->answers);
     json_decref(bt->waiting), json_decref(bt->answers);
-    s->nbatches--; /* the last one: just added */
+    *bt = s->batches[--s->nbatches];
     if (json_array_size(answers))
       send_json(s, answers);
     else
