@@ -88,6 +88,11 @@ void dir_start(struct dir_iter *it, int fd); /* fd just opened */
 void dir_rewind(struct dir_iter *it, int fd);
 const char *dir_next(struct dir_iter *it, unsigned char *type);
 
+/* observer.c: the change report after a run from the snapshot before it
+ * (taken, diffed into out, or why not in out->changes_skipped); frees
+ * `before`. */
+void snapshot_conclude(corral_snapshot *before, const char *root, corral_outcome *out);
+
 /* strv.c: NULL-terminated string vectors. */
 char **strv_copy(const char *const *v, size_t n); /* NULL on ENOMEM; n entries + NULL */
 void strv_free(char **v, size_t n);

@@ -301,7 +301,10 @@ static void *worker(void *arg) {
   struct scan_list *l = arg;
   struct scan_shared *sh = l->sh;
   size_t i;
-  while (l->rc >= 0 && (i = atomic_fetch_add(&sh->next, 1)) < sh->ntop) {
+  /* Once the snapshot is incomplete, nothing more is opened: past a
+   * limit the cost stops growing with the tree. */
+  while (l->rc >= 0 && !atomic_load(&sh->incomplete) &&
+         (i = atomic_fetch_add(&sh->next, 1)) < sh->ntop) {
     const char *name = sh->top[i];
     int fd = openat(sh->rootfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
@@ -470,6 +473,22 @@ static int push_change(corral_outcome *out, size_t *cap, const struct entry *e,
   c->count = e->aggregated ? e->count : 0;
   out->nchanges++;
   return 0;
+}
+
+void snapshot_conclude(corral_snapshot *before, const char *root, corral_outcome *out) {
+  corral_snapshot *after = NULL;
+  corral_error err = {0};
+  /* An incomplete first snapshot makes no report: no second scan. */
+  if (before->incomplete) {
+    free(out->changes_skipped);
+    out->changes_skipped = strdup(before->why);
+  } else if (corral_snapshot_take(root, NULL, 0, &after, &err) < 0 ||
+             corral_snapshot_diff(before, after, out, &err) < 0) {
+    free(out->changes_skipped);
+    out->changes_skipped = strdup(err.message);
+  }
+  corral_snapshot_free(after);
+  corral_snapshot_free(before);
 }
 
 int corral_snapshot_diff(const corral_snapshot *a, const corral_snapshot *b, corral_outcome *out,

@@ -379,14 +379,8 @@ int corral_run(const corral_run_options *o, corral_result *res, corral_error *er
   struct loop l = {.out.fd = -1, .out.pass = -1, .errc.fd = -1, .errc.pass = -1, .stdin_w = -1};
   corral_error lerr = {0};
   r = report_buf_init(&l.report) == 0 ? supervise(o, &plan, &l, &f, &lerr) : -ENOMEM;
-  if (before) {
-    corral_snapshot *after = NULL;
-    if (corral_snapshot_take(req->workspace_roots[0], NULL, 0, &after, &oerr) < 0 ||
-        corral_snapshot_diff(before, after, &res->outcome, &oerr) < 0)
-      res->outcome.changes_skipped = strdup(oerr.message);
-    corral_snapshot_free(after);
-    corral_snapshot_free(before);
-  }
+  if (before)
+    snapshot_conclude(before, req->workspace_roots[0], &res->outcome);
 
   if (!sigismember(&old_set, SIGPIPE)) {
     struct timespec zero = {0, 0};

@@ -254,13 +254,7 @@ static void conclude(corral_sessions *m, struct session *s) {
   if (note[0])
     ring_push(s, note, strlen(note));
   if (s->before) {
-    corral_snapshot *after = NULL;
-    corral_error err = {0};
-    if (corral_snapshot_take(s->req.workspace_roots[0], NULL, 0, &after, &err) < 0 ||
-        corral_snapshot_diff(s->before, after, &s->outcome, &err) < 0)
-      s->outcome.changes_skipped = strdup(err.message);
-    corral_snapshot_free(after);
-    corral_snapshot_free(s->before);
+    snapshot_conclude(s->before, s->req.workspace_roots[0], &s->outcome);
     s->before = NULL;
   }
   unwatch(m, s->out_fd);

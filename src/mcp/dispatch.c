@@ -127,8 +127,8 @@ static json_t *tools_list(void) {
       "outputDropped", "type", "boolean", "outcome", outcome_schema, "required", "wallTimeSeconds",
       "output", "outcome");
   json_t *exec = json_pack(
-      "{s:s,s:s,s:{s:s,s:{s:{s:s,s:s},s:{s:s,s:s},s:{s:s,s:s},s:{s:s,s:i,s:i,s:s},"
-      "s:{s:s,s:i,s:i,s:s}},s:[s]},s:O}",
+      "{s:s,s:s,s:{s:s,s:{s:{s:s,s:s},s:{s:s,s:s},s:{s:s,s:s},s:{s:s,s:s},"
+      "s:{s:s,s:i,s:i,s:s},s:{s:s,s:i,s:i,s:s}},s:[s]},s:O}",
       "name", "exec_command", "description",
       "Run a shell command in corral's sandbox (workspace writable, rest of the disk read-only, "
       "secrets hidden, network closed unless the server allows it). Returns its output and exit "
@@ -137,7 +137,11 @@ static json_t *tools_list(void) {
       "inputSchema", "type", "object", "properties", "cmd", "type", "string", "description",
       "the command line, run with the server's shell (-c); plain words run without it", "workdir", "type", "string",
       "description", "working directory, relative to the first workspace root", "tty", "type",
-      "boolean", "description", "run in a pseudo-terminal (default false)", "yield_time_ms",
+      "boolean", "description", "run in a pseudo-terminal (default false)", "changes", "type",
+      "boolean", "description",
+      "report the files the command changed in the workspace (default true; false skips "
+      "the workspace scans, which cost time in large trees)",
+      "yield_time_ms",
       "type", "integer", "minimum", 0, "maximum", 30000, "description",
       "how long to wait for output before returning (default 10000, clamped to 250..30000)",
       "max_output_tokens", "type", "integer", "minimum", 1, "maximum", 200000, "description",
@@ -355,14 +359,16 @@ static void exec_command(struct mcp_server *s, json_t *id, json_t *args) {
     return;
   }
   long yield, tokens;
-  json_t *tty = json_object_get(args, "tty"), *workdir = json_object_get(args, "workdir");
+  json_t *tty = json_object_get(args, "tty"), *workdir = json_object_get(args, "workdir"),
+         *changes = json_object_get(args, "changes");
   if (!int_arg(args, "yield_time_ms", &yield, 10000) ||
       !int_arg(args, "max_output_tokens", &tokens, 10000) ||
       (tty && !json_is_null(tty) && !json_is_boolean(tty)) ||
+      (changes && !json_is_null(changes) && !json_is_boolean(changes)) ||
       (workdir && !json_is_null(workdir) && !json_is_string(workdir))) {
     tool_error(s, id,
-               "exec_command: yield_time_ms and max_output_tokens must be integers, tty a "
-               "boolean, workdir a string");
+               "exec_command: yield_time_ms and max_output_tokens must be integers, tty and "
+               "changes booleans, workdir a string");
     return;
   }
   char dir[PATH_MAX * 2];
@@ -396,7 +402,7 @@ static void exec_command(struct mcp_server *s, json_t *id, json_t *args) {
   o.adapter = s->adapter;
   o.tty = json_is_true(tty);
   o.yield_ms = 0; /* the wait happens in the loop, so a cancel can come */
-  o.flags = CORRAL_RUN_CHANGES;
+  o.flags = json_is_false(changes) ? 0 : CORRAL_RUN_CHANGES;
   struct mcp_pending p = {.started = mono_ms(), .started_command = true,
                           .max_bytes = (size_t)clampl(tokens, 1, 200000) * 4};
   p.deadline = p.started + clampl(yield, 250, 30000);

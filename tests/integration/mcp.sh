@@ -20,6 +20,7 @@ out=$(printf '%s\n' \
   '{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"exec_command","arguments":{"cmd":"true","yield_time_ms":250.5}}}' \
   '{"jsonrpc":"2.0","id":13,"method":"tools/call","params":{"name":"exec_command","arguments":{"cmd":"corral-no-such-command --flag"}}}' \
   '{"jsonrpc":"2.0","id":14,"method":"tools/call","params":{"name":"exec_command","arguments":{"cmd":"echo one two && echo three"}}}' \
+  '{"jsonrpc":"2.0","id":15,"method":"tools/call","params":{"name":"exec_command","arguments":{"cmd":"touch made-unreported","changes":false}}}' \
   '{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"stop_session","arguments":{"session_id":4242.0}}}' \
   | timeout 30 "$CORRAL" mcp --workspace "$ws")
 rc=$?
@@ -85,6 +86,9 @@ expect_eq executable_not_found "$(get 13 result.structuredContent.outcome.kind)"
 expect_eq 127 "$(get 13 result.structuredContent.exitCode)"
 expect_eq "one two
 three" "$(get 14 result.structuredContent.output)"
+t "changes: false makes no change report (and no workspace scan)"
+expect_eq null "$(get 15 result.structuredContent.outcome.changes)"
+[ -e "$ws/made-unreported" ] && pass || fail "the command did not run"
 t "sandboxed"
 expect_contains "$(get 8 result.structuredContent.output)" "Read-only file system"
 expect_absent /etc/corral-mcpsh
