@@ -279,12 +279,15 @@ static int pin_way(struct profile *pr, const char *root, const char *dir) {
 /* Repositories nested in write root `root` (a vendored clone, a
  * sub-project, a bare repository): each gets what the top one gets, and
  * the directories on the way to it are pinned.  Looked for breadth first,
- * NESTED_DEPTH levels down and among NESTED_DIRS directories at most,
- * since it costs start-up time on every run; not through symlinks, not
+ * NESTED_DEPTH levels down, among NESTED_DIRS directories and
+ * NESTED_ENTRIES names read at most (past those, a directory already
+ * queued is only asked for a .git), since it costs start-up time on every
+ * run; not through symlinks, not
  * inside a .git or node_modules, and not in a shared temporary directory
  * such as /tmp (sticky: other users' files; only its top is watched). */
 #define NESTED_DEPTH 2
 #define NESTED_DIRS 256
+#define NESTED_ENTRIES 2048 /* names read in all: a wide tree costs no more */
 #define NESTED_REPOS 32
 static int protect_nested(struct profile *pr, struct path_list *watch, const char *root) {
   struct stat st;
@@ -293,24 +296,23 @@ static int protect_nested(struct profile *pr, struct path_list *watch, const cha
   struct path_list dirs = {0};
   unsigned char depth[NESTED_DIRS];
   int r = path_list_add(&dirs, root), repos = 0;
+  size_t entries = NESTED_ENTRIES;
   depth[0] = 0;
   for (size_t i = 0; r == 0 && i < dirs.n && repos < NESTED_REPOS; i++) {
     char path[PATH_MAX];
     bool repo = false;
     unsigned bare = 0; /* HEAD, objects, refs seen */
-    if (depth[i] == NESTED_DEPTH) { /* the last level: only is it one? */
+    if (depth[i] == NESTED_DEPTH || !entries) { /* only: is it one? */
       repo = snprintf(path, sizeof path, "%s/.git", dirs.v[i]) < (int)sizeof path &&
-             lstat(path, &st) == 0;
-      if (!repo && snprintf(path, sizeof path, "%s/HEAD", dirs.v[i]) < (int)sizeof path &&
-          lstat(path, &st) == 0 && S_ISREG(st.st_mode))
-        bare = 7; /* checked below */
+             lstat(path, &st) == 0; /* (a bare one only where it was listed) */
     } else {
       int fd = open(dirs.v[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
       struct dir_iter it;
       unsigned char type;
       if (fd >= 0)
         dir_start(&it, fd);
-      for (const char *name; r == 0 && fd >= 0 && (name = dir_next(&it, &type));) {
+      for (const char *name; r == 0 && fd >= 0 && entries && (name = dir_next(&it, &type));) {
+        entries--;
         if (strcmp(name, ".git") == 0) {
           repo = true;
           continue;
@@ -342,9 +344,8 @@ static int protect_nested(struct profile *pr, struct path_list *watch, const cha
       char objects[PATH_MAX], refs[PATH_MAX];
       snprintf(objects, sizeof objects, "%s/objects", dirs.v[i]);
       snprintf(refs, sizeof refs, "%s/refs", dirs.v[i]);
-      if (depth[i] < NESTED_DEPTH ||
-          (lstat(objects, &st) == 0 && S_ISDIR(st.st_mode) && lstat(refs, &st) == 0 &&
-           S_ISDIR(st.st_mode))) {
+      if (lstat(objects, &st) == 0 && S_ISDIR(st.st_mode) && lstat(refs, &st) == 0 &&
+          S_ISDIR(st.st_mode)) {
         repos++;
         r = pin_way(pr, root, dirs.v[i]);
         if (r == 0)
