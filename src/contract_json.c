@@ -159,8 +159,9 @@ static int get_env(json_t *command, corral_request *req, corral_error *err) {
   const char *key;
   json_t *val;
   json_object_foreach(v, key, val) {
-    if (!json_is_string(val))
-      return error_set(err, CORRAL_EBADJSON, 0, "field `command.env.%s`: expected a string", key);
+    if (!json_is_string(val) || strlen(json_string_value(val)) != json_string_length(val))
+      return error_set(err, CORRAL_EBADJSON, 0,
+                       "field `command.env.%s`: expected a string without NUL", key);
     if (!*key || strchr(key, '='))
       return error_set(err, CORRAL_EBADJSON, 0, "field `command.env`: bad variable name `%s`",
                        key);

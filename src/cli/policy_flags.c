@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static int push(char ***v, size_t *n, const char *s) {
@@ -22,6 +23,7 @@ static int push(char ***v, size_t *n, const char *s) {
 }
 
 int policy_flag(struct policy_flags *pf, int id, const char *value) {
+  pf->given = true;
   switch (id) {
   case PF_POLICY:
     pf->policy_file = value;
@@ -169,8 +171,10 @@ corral_policy *policy_flags_build(const struct policy_flags *pf, char **roots, s
 corral_adapter *policy_flags_adapter(const struct policy_flags *pf, const corral_policy *policy,
                                      char *why, size_t whylen) {
   if (pf->unsandboxed)
-    return corral_adapter_new_direct(CORRAL_LEVEL_DEGRADED,
-                                     "--unsandboxed: the caller chose to run without a sandbox");
+    return corral_adapter_new_direct(
+        CORRAL_LEVEL_DEGRADED, pf->unsandboxed_why ? pf->unsandboxed_why
+                                                   : "--unsandboxed: the caller chose to run "
+                                                     "without a sandbox");
   corral_error err = {0};
   unsigned flags = pf->allow_degraded ? CORRAL_ALLOW_DEGRADED : 0;
   corral_adapter *ad = pf->backend == 1   ? corral_adapter_new_linux(policy, &err)
@@ -268,11 +272,69 @@ static char *read_request(const char *file, size_t *len) {
   return buf;
 }
 
+/* `*path` made absolute against the request's working directory (not
+ * corral's own), in the request's own storage. */
+static int absolute(char **path, const char *wd) {
+  if (!*path || (*path)[0] == '/' || (*path)[0] == '~')
+    return 0;
+  size_t n = strlen(wd) + strlen(*path) + 2;
+  char *abs = malloc(n);
+  if (!abs)
+    return -1;
+  snprintf(abs, n, "%s/%s", wd, *path);
+  free(*path);
+  *path = abs;
+  return 0;
+}
+
+static bool under_listed(char **list, size_t n, const char *path) {
+  for (size_t i = 0; i < n; i++)
+    if (path_is_under(path, list[i]))
+      return true;
+  return false;
+}
+
+/* Why a scope cannot be taken as it is, or NULL.  A scope names the path
+ * it opens: not through a symlink (the approver would see one path and the
+ * sandbox open another), not a protected name's whole surroundings, not
+ * every secret store at once. */
+static bool has_symlink(const char *path) {
+  char prefix[PATH_MAX];
+  struct stat st;
+  for (const char *p = path + 1;; p++)
+    if (*p == '/' || *p == '\0') {
+      snprintf(prefix, sizeof prefix, "%.*s", (int)(p - path), path);
+      if (lstat(prefix, &st) < 0)
+        return false; /* nothing below a missing component is a link yet */
+      if (S_ISLNK(st.st_mode))
+        return true;
+      if (!*p)
+        return false;
+    }
+}
+
+static const char *bad_scope(const corral_capability *c, const char *real) {
+  char home[PATH_MAX];
+  if (has_symlink(c->scope))
+    return "it is, or goes through, a symbolic link: name the real path";
+  if (c->kind == CORRAL_CAP_PROTECTED_METADATA) {
+    const char *base = strrchr(real, '/');
+    base = base ? base + 1 : real;
+    if (strcmp(base, ".git") != 0 && strcmp(base, ".agents") != 0 &&
+        strcmp(base, ".corral") != 0 && !strstr(real, "/.git/"))
+      return "protected_metadata names a protected path itself (a .git, .agents or .corral)";
+  }
+  if (c->kind == CORRAL_CAP_FILESYSTEM_READ &&
+      (strcmp(real, "/") == 0 || (user_home(home, sizeof home) && path_is_under(home, real))))
+    return "it would make every secret store below it readable: name the path itself";
+  return NULL;
+}
+
 /* What each capability opens; those the sandbox gives every command
  * (process_spawn, process_control, environment, isolated_loopback) need
- * nothing.  Flags given on the command line win over the request. */
-static int apply_capability(struct policy_flags *pf, const corral_capability *c,
-                            bool network_given) {
+ * nothing.  Options given on the command line win over the request. */
+static int apply_capability(struct policy_flags *pf, const corral_capability *c, bool given,
+                            bool network_given, bool read_only) {
   const char *scope = c->scope && *c->scope ? c->scope : NULL;
   switch (c->kind) {
   case CORRAL_CAP_EXTERNAL_NETWORK:
@@ -281,19 +343,29 @@ static int apply_capability(struct policy_flags *pf, const corral_capability *c,
       pf->network = 2;
     return 0;
   case CORRAL_CAP_WORKSPACE_WRITE:
-    return scope ? policy_flag(pf, PF_ALLOW_WRITE, scope) : 0;
+    return scope && !read_only ? policy_flag(pf, PF_ALLOW_WRITE, scope) : 0;
   case CORRAL_CAP_FILESYSTEM_READ:
-    return scope ? policy_flag(pf, PF_ALLOW_READ, scope) : 0;
+    return scope && !under_listed(pf->lists[CORRAL_POLICY_DENY_READ],
+                                  pf->nlists[CORRAL_POLICY_DENY_READ], scope)
+               ? policy_flag(pf, PF_ALLOW_READ, scope)
+               : 0;
   case CORRAL_CAP_PROTECTED_METADATA:
     return scope ? policy_flag(pf, PF_ALLOW_PROTECTED, scope) : 0;
   case CORRAL_CAP_UNRESTRICTED:
-    if (!pf->backend)
+    /* Only where the command line asked for nothing: any option of its
+     * says what the sandbox must at least do. */
+    if (!given) {
       pf->unsandboxed = true;
+      pf->unsandboxed_why = "the request's `unrestricted` capability: no sandbox";
+    }
     return 0;
   default:
     return 0;
   }
 }
+
+#define REQUEST_ROOTS_MAX 256
+#define REQUEST_CAPABILITIES_MAX 1024
 
 int cli_sandbox_from_request(struct policy_flags *pf, const char *file, struct cli_sandbox *sb,
                              corral_request *req) {
@@ -317,12 +389,38 @@ int cli_sandbox_from_request(struct policy_flags *pf, const char *file, struct c
             file, corral_enum_name(CORRAL_ENUM_MODE, (int)req->mode));
     goto out;
   }
-  bool network_given = pf->network != 0;
+  if (req->nroots > REQUEST_ROOTS_MAX || req->ncapabilities > REQUEST_CAPABILITIES_MAX) {
+    fprintf(stderr, "corral run: --request %s: more than %d workspace roots or %d capabilities\n",
+            file, REQUEST_ROOTS_MAX, REQUEST_CAPABILITIES_MAX);
+    goto out;
+  }
+  /* Relative paths are the request's: against its working directory. */
   int r = 0;
+  char cwd[PATH_MAX];
+  const char *wd = req->working_directory[0] == '/' ? req->working_directory
+                   : getcwd(cwd, sizeof cwd)          ? cwd
+                                                      : "/";
+  for (size_t i = 0; i < req->nroots && r == 0; i++)
+    r = absolute(&req->workspace_roots[i], wd);
+  for (size_t i = 0; i < req->ncapabilities && r == 0; i++) {
+    corral_capability *c = &req->capabilities[i];
+    r = absolute(&c->scope, wd);
+    char *real = r == 0 && c->scope && *c->scope && c->scope[0] == '/' ? path_resolve(c->scope, NULL)
+                                                                       : NULL;
+    const char *why = real ? bad_scope(c, real) : NULL;
+    if (why) {
+      fprintf(stderr, "corral run: --request %s: capabilities[%zu] scope `%s`: %s\n", file, i,
+              c->scope, why);
+      free(real);
+      goto out;
+    }
+    free(real);
+  }
+  bool given = pf->given, network_given = pf->network != 0, read_only = pf->read_only;
   for (size_t i = 0; i < req->nroots && r == 0; i++)
     r = policy_flag(pf, PF_WORKSPACE, req->workspace_roots[i]);
   for (size_t i = 0; i < req->ncapabilities && r == 0; i++)
-    r = apply_capability(pf, &req->capabilities[i], network_given);
+    r = apply_capability(pf, &req->capabilities[i], given, network_given, read_only);
   if (r < 0) {
     fprintf(stderr, "corral: out of memory\n");
     goto out;

@@ -61,6 +61,8 @@ struct policy_flags {
   size_t nworkspaces;
   int network; /* 0 unset, 1 deny, 2 allow */
   bool no_temp, read_only, block_unix, allow_degraded, unsandboxed;
+  bool given;              /* any policy option was given (they beat a request's) */
+  const char *unsandboxed_why; /* why there is no sandbox, when not --unsandboxed */
   int backend; /* 0 auto, 1 linux, 2 landlock */
 };
 

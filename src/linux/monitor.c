@@ -360,6 +360,9 @@ static int protect_nested(struct profile *pr, struct path_list *watch, const cha
 int protect_prepare(struct profile *pr, struct path_list *watch, corral_error *err) {
   for (size_t i = 0; i < pr->write_roots.n; i++) {
     const char *root = pr->write_roots.v[i];
+    struct stat st;
+    if (stat(root, &st) < 0 || !S_ISDIR(st.st_mode))
+      continue; /* not there (nothing is mounted for it) or a file: nothing to watch in */
     int r = protect_repo(pr, watch, root);
     for (size_t k = 0; k < pr->write_roots.n && r == 0; k++)
       if (k != i && path_is_under(root, pr->write_roots.v[k]) &&

@@ -37,6 +37,7 @@ struct mcp_pending {
   size_t len, cap;
   bool dropped;
   bool started_command; /* an exec_command: its cancellation ends the command */
+  unsigned batch;        /* the batch it was asked in, or 0 */
 };
 
 /* ------------------------------------------------------------ sending */
@@ -45,30 +46,48 @@ static void send_json(struct mcp_server *s, json_t *msg);
 
 /* An answer that belongs to a batch joins its array; the array goes out
  * when nothing in the batch waits.  True when `msg` was taken. */
-static bool batch_take(struct mcp_server *s, json_t *msg) {
-  json_t *id = json_object_get(msg, "id"), *w;
-  for (size_t b = 0; b < s->nbatches; b++) {
-    struct mcp_batch *bt = &s->batches[b];
-    bool ours = bt == s->collecting; /* while it is handled, every answer is its */
-    size_t i;
-    if (!ours && id)
-      json_array_foreach(bt->waiting, i, w) if (json_equal(w, id)) {
-        json_array_remove(bt->waiting, i);
-        ours = true;
-        break;
-      }
-    if (!ours)
-      continue;
-    json_array_append_new(bt->answers, msg);
-    if (bt != s->collecting && json_array_size(bt->waiting) == 0) {
-      json_t *answers = json_incref(bt->answers);
-      json_decref(bt->waiting), json_decref(bt->answers);
-      s->batches[b] = s->batches[--s->nbatches];
-      send_json(s, answers);
-    }
-    return true;
+static struct mcp_batch *batch_of(struct mcp_server *s, unsigned serial) {
+  for (size_t b = 0; serial && b < s->nbatches; b++)
+    if (s->batches[b].serial == serial)
+      return &s->batches[b];
+  return NULL;
+}
+
+/* Sends a batch's array once nothing in it waits, and forgets it. */
+static void batch_finish(struct mcp_server *s, struct mcp_batch *bt) {
+  if (json_array_size(bt->waiting) || bt->serial == s->collecting)
+    return;
+  json_t *answers = json_incref(bt->answers);
+  json_decref(bt->waiting), json_decref(bt->answers);
+  *bt = s->batches[--s->nbatches];
+  if (json_array_size(answers))
+    send_json(s, answers);
+  else
+    json_decref(answers);
+}
+
+/* No longer waited for (answered, or cancelled). */
+static void batch_unwait(struct mcp_batch *bt, json_t *id) {
+  size_t i;
+  json_t *w;
+  json_array_foreach(bt->waiting, i, w) if (id && json_equal(w, id)) {
+    json_array_remove(bt->waiting, i);
+    break;
   }
-  return false;
+}
+
+/* An answer that belongs to a batch joins its array: every answer while the
+ * batch is handled, and a deferred call's that was asked in it (it says
+ * which: never by its id alone, which another request may share).  True
+ * when `msg` was taken. */
+static bool batch_take(struct mcp_server *s, json_t *msg) {
+  struct mcp_batch *bt = batch_of(s, s->collecting ? s->collecting : s->answering);
+  if (!bt)
+    return false;
+  batch_unwait(bt, json_object_get(msg, "id"));
+  json_array_append_new(bt->answers, msg);
+  batch_finish(s, bt);
+  return true;
 }
 
 static void send_json(struct mcp_server *s, json_t *msg) {
@@ -308,6 +327,7 @@ static void settle(struct mcp_server *s, json_t *id, struct mcp_pending *p,
     s->cap = cap;
   }
   p->id = json_incref(id);
+  p->batch = s->collecting;
   s->pending[s->npending++] = *p;
 }
 
@@ -596,6 +616,11 @@ static void cancelled(struct mcp_server *s, json_t *params) {
     if (json_equal(s->pending[i].id, rid)) {
       bool ours = s->pending[i].started_command;
       long session = s->pending[i].session;
+      struct mcp_batch *bt = batch_of(s, s->pending[i].batch);
+      if (bt) { /* the batch no longer waits for it */
+        batch_unwait(bt, s->pending[i].id);
+        batch_finish(s, bt);
+      }
       pending_free(&s->pending[i]);
       s->pending[i] = s->pending[--s->npending];
       corral_error err = {0};
@@ -620,8 +645,10 @@ static void handle_batch(struct mcp_server *s, json_t *msg) {
     return;
   }
   s->batches = grown;
-  struct mcp_batch *bt = &s->batches[s->nbatches++];
-  *bt = (struct mcp_batch){.waiting = json_array(), .answers = json_array()};
+  unsigned serial = ++s->next_serial ? s->next_serial : ++s->next_serial;
+  s->batches[s->nbatches++] =
+      (struct mcp_batch){.serial = serial, .waiting = json_array(), .answers = json_array()};
+  struct mcp_batch *bt = &s->batches[s->nbatches - 1];
   size_t i;
   json_t *m;
   json_array_foreach(msg, i, m) {
@@ -629,33 +656,19 @@ static void handle_batch(struct mcp_server *s, json_t *msg) {
     if (json_is_object(m) && json_object_get(m, "method") && (json_is_string(id) || json_is_integer(id)))
       json_array_append(bt->waiting, id);
   }
-  json_t *answers_of = bt->answers; /* how it is found again: slots may move */
-  s->collecting = bt;
+  s->collecting = serial;
   json_array_foreach(msg, i, m) handle_message(s, m);
-  s->collecting = NULL;
-  for (size_t k = 0; k < s->nbatches; k++)
-    if (s->batches[k].answers == answers_of)
-      bt = &s->batches[k];
-  /* Answered already, or an answer without a request id (an invalid one). */
-  size_t n = json_array_size(bt->answers);
-  for (size_t k = 0; k < n; k++) {
-    json_t *id = json_object_get(json_array_get(bt->answers, k), "id");
-    json_t *w;
-    size_t j;
-    json_array_foreach(bt->waiting, j, w) if (json_equal(w, id)) {
-      json_array_remove(bt->waiting, j);
-      break;
-    }
-  }
-  if (json_array_size(bt->waiting) == 0) {
-    json_t *answers = json_incref(bt->answers);
-    json_decref(bt->waiting), json_decref(bt->answers);
-    *bt = s->batches[--s->nbatches];
-    if (json_array_size(answers))
-      send_json(s, answers);
-    else
-      json_decref(answers);
-  }
+  s->collecting = 0;
+  /* Those not deferred were answered: what still waits is a call that
+   * answers later (it carries the batch's serial). */
+  bt = batch_of(s, serial);
+  json_t *pending_ids = json_array();
+  for (size_t k = 0; k < s->npending; k++)
+    if (s->pending[k].batch == serial)
+      json_array_append(pending_ids, s->pending[k].id);
+  json_decref(bt->waiting);
+  bt->waiting = pending_ids;
+  batch_finish(s, bt);
 }
 
 void mcp_handle_line(struct mcp_server *s, const char *line, size_t len) {
@@ -669,7 +682,7 @@ void mcp_handle_line(struct mcp_server *s, const char *line, size_t len) {
     reply_error(s, NULL, ERR_PARSE, "parse error at byte %d: %s", jerr.position, jerr.text);
     return;
   }
-  if (json_is_array(msg) && strcmp(s->protocol, "2025-03-26") == 0)
+  if (json_is_array(msg) && strcmp(s->protocol, "2025-03-26") == 0 && !s->collecting)
     handle_batch(s, msg);
   else
     handle_message(s, msg);
@@ -704,7 +717,10 @@ static void handle_message(struct mcp_server *s, json_t *msg) {
       else if (strcmp(m, "notifications/cancelled") == 0)
         cancelled(s, params);
     } else if (strcmp(m, "initialize") == 0) {
-      initialize(s, id, params);
+      if (s->collecting)
+        reply_error(s, id, ERR_INVALID_REQUEST, "initialize cannot be part of a batch");
+      else
+        initialize(s, id, params);
     } else if (strcmp(m, "ping") == 0) {
       reply(s, id, json_object());
     } else if (strcmp(m, "tools/list") == 0) {
@@ -740,7 +756,9 @@ void mcp_tick_until(struct mcp_server *s, int64_t now) {
       r.outcome.kind = CORRAL_KIND_CANCELLED;
     }
     pending_append(&done, &r);
+    s->answering = done.batch; /* its batch's array, if it was asked in one */
     send_session_result(s, done.id, &done, &r);
+    s->answering = 0;
     corral_session_result_free(&r);
     pending_free(&done);
   }

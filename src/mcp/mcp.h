@@ -18,6 +18,7 @@
 struct mcp_pending;
 
 struct mcp_batch {
+  unsigned serial;        /* what its deferred calls carry (mcp_pending.batch) */
   struct json_t *waiting; /* ids still to be answered */
   struct json_t *answers; /* the array sent when none waits */
 };
@@ -37,7 +38,9 @@ struct mcp_server {
    * while a batch's lines are handled. */
   struct mcp_batch *batches;
   size_t nbatches;
-  struct mcp_batch *collecting;
+  unsigned collecting;    /* the batch being handled: every answer is its */
+  unsigned answering;     /* the batch a deferred answer being sent is of */
+  unsigned next_serial;
   /* Where answers go: one complete JSON line each, without the newline. */
   void (*send)(void *ctx, const char *line, size_t len);
   void *send_ctx;

@@ -77,6 +77,22 @@ arrays = [l for l in lines if isinstance(l, list)]
 assert len(lines) == 2 and len(arrays) == 1, lines
 print(" ".join(str(a["id"]) for a in sorted(arrays[0], key=lambda a: a["id"])))')"
 expect_contains "$bout" late
+t "batches: a reply for an id another batch waits on, a cancelled call in a batch, initialize in one"
+cout=$( { printf '%s\n' \
+  '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"sh","version":"1"}}}' \
+  '[{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"exec_command","arguments":{"cmd":"sleep 1","yield_time_ms":30000}}}]'
+  sleep 0.3
+  printf '%s\n' '[{"jsonrpc":"2.0","id":"a"},{"jsonrpc":"2.0","id":"b","method":"ping"}]' \
+    '[{"jsonrpc":"2.0","id":"X","method":"tools/call","params":{"name":"exec_command","arguments":{"cmd":"sleep 60","yield_time_ms":30000}}},{"jsonrpc":"2.0","id":"Y","method":"ping"}]'
+  sleep 0.3
+  printf '%s\n' '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"X"}}' \
+    '[{"jsonrpc":"2.0","id":9,"method":"initialize","params":{}}]'
+  sleep 1.5; } | timeout -s KILL 30 "$CORRAL" mcp --workspace "$ws"); rc=$?
+expect_eq 0 $rc "the server lived"
+expect_eq 'a,b|Y|9|a' "$(printf '%s\n' "$cout" | python3 -c '
+import sys, json
+arrays = [json.loads(l) for l in sys.stdin if l.startswith("[")]
+print("|".join(",".join(str(m["id"]) for m in a) for a in arrays))')"
 bout=$(printf '%s\n' \
   '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"sh","version":"1"}}}' \
   '[{"jsonrpc":"2.0","id":2,"method":"ping"}]' | timeout 30 "$CORRAL" mcp --workspace "$ws")

@@ -141,6 +141,18 @@ req mkdir "[\"$work/rq/.agents\"]" "[{\"kind\":\"protected_metadata\",\"scope\":
 [ -d "$work/rq/.agents" ] && pass || fail ".agents was not made"
 req mkdir "[\"$work/rq/.corral\"]" "[{\"kind\":\"protected_metadata\",\"scope\":\"$work/rq/.agents\"}]" |
   "$CORRAL" run --request - 2>/dev/null; expect_eq 125 $? "another protected name stays protected"
+t "--request: the command line wins over unrestricted; scopes name real, narrow paths; relative ones are the request's"
+out=$(req sh '["-c","tail -n +3 /proc/net/dev | wc -l"]' '[{"kind":"unrestricted"}]' | "$CORRAL" run --network deny --request -)
+expect_eq 1 "$out" "only loopback: the sandbox stayed"
+ln -sfn /etc "$work/rq/link"
+req true '[]' | sed "s|\"capabilities\":\[\]|\"capabilities\":[{\"kind\":\"filesystem_read\",\"scope\":\"$work/rq/link\"}]|" |
+  "$CORRAL" run --request - 2>/dev/null; expect_eq 2 $? "a symlinked scope"
+req true '[{"kind":"filesystem_read","scope":"/"}]' | "$CORRAL" run --request - 2>/dev/null; expect_eq 2 $? "scope /"
+req true "[{\"kind\":\"protected_metadata\",\"scope\":\"$work/rq\"}]" | "$CORRAL" run --request - 2>/dev/null
+expect_eq 2 $? "protected_metadata over a whole workspace"
+mkdir -p "$work/elsewhere" && cd "$work/elsewhere"
+req touch '["made-here"]' '[]' | sed 's|"workspaceRoots":\["[^"]*"\]|"workspaceRoots":["."]|' | "$CORRAL" run --request -
+expect_absent "$work/elsewhere/made-here"; [ -e "$work/rq/made-here" ] && pass || fail "not made in the request's directory"
 cd "$work"
 
 finish
