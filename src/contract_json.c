@@ -331,17 +331,22 @@ char *corral_request_to_json(const corral_request *req) {
 
 /* ------------------------------------------------------------ outcome */
 
-/* processId: zero's is a string (the OS pid, or a live session's id);
- * an integer (what corral wrote before) is read too. */
-static int get_process_id(json_t *root, corral_outcome *out, corral_error *err) {
-  json_t *v = json_object_get(root, "processId");
-  if (!v || json_is_null(v))
-    return 0;
-  if (json_is_integer(v)) {
-    out->process_id = (long)json_integer_value(v);
+/* A field zero writes as a string and an earlier corral wrote as an
+ * integer: the integer into *num, the string into *text (absent: neither). */
+static int get_number_or_text(json_t *obj, const char *key, const char *path, long *num,
+                              char **text, corral_error *err) {
+  json_t *v = json_object_get(obj, key);
+  if (v && json_is_integer(v)) {
+    *num = (long)json_integer_value(v);
     return 0;
   }
-  int r = json_get_string(root, "processId", "processId", &out->process_ref, err);
+  return json_get_string(obj, key, path, text, err);
+}
+
+/* processId: the OS pid, or a live session's id (kept as text). */
+static int get_process_id(json_t *root, corral_outcome *out, corral_error *err) {
+  int r = get_number_or_text(root, "processId", "processId", &out->process_id,
+                             &out->process_ref, err);
   if (r < 0 || !out->process_ref)
     return r;
   char *end;
@@ -372,14 +377,9 @@ static const char *signal_name(int sig, char buf[16]) {
  * known here ("SIGKILL", "KILL") is its number, anything else is kept as
  * text.  An integer (what corral wrote before) is read too. */
 static int get_signal(json_t *exit, corral_exit *e, corral_error *err) {
-  json_t *v = json_object_get(exit, "signal");
-  if (!v || json_is_null(v))
-    return 0;
-  if (json_is_integer(v)) {
-    e->signal = (int)json_integer_value(v);
-    return 0;
-  }
-  int r = json_get_string(exit, "signal", "exit.signal", &e->signal_text, err);
+  long num = 0;
+  int r = get_number_or_text(exit, "signal", "exit.signal", &num, &e->signal_text, err);
+  e->signal = (int)num;
   if (r < 0 || !e->signal_text || !*e->signal_text)
     return r;
   const char *name = strncmp(e->signal_text, "SIG", 3) == 0 ? e->signal_text + 3 : e->signal_text;

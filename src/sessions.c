@@ -813,36 +813,39 @@ int corral_session_continue(corral_sessions *m, long id, const void *input, size
   return 0;
 }
 
-int corral_session_interrupt(corral_sessions *m, long id, int64_t yield_ms,
-                             corral_session_result *res, corral_error *err) {
+/* What a control key does: in a tty session the keystroke itself (`key`),
+ * in a pipe session ^C's SIGINT to the group or ^D's end of input; then
+ * output for the yield. */
+static int control_key(corral_sessions *m, long id, char key, int64_t yield_ms,
+                       corral_session_result *res, corral_error *err) {
   struct session *s = find(m, id);
-  if (!s || s->tty || s->finished)
-    return corral_session_continue(m, id, s && s->tty && !s->finished ? "\x03" : NULL,
-                                   s && s->tty && !s->finished, false, yield_ms, res, err);
+  if (!s || s->tty || s->finished) {
+    bool type = s && s->tty && !s->finished;
+    return corral_session_continue(m, id, type ? &key : NULL, type, false, yield_ms, res, err);
+  }
   corral_session_result_init(res);
   s->last_used_ms = real_ms();
   s->last_used_mono = mono_ms();
-  launch_signal(&s->child, SIGINT); /* init sends it to the command's group */
+  if (key == '\x03') {
+    launch_signal(&s->child, SIGINT); /* init sends it to the command's group */
+  } else {
+    if (s->pending_len > s->pending_off)
+      pump_until_written(m, s);
+    close_input(m, s);
+  }
   pump(m, s, mono_ms() + clamp(yield_ms, 0, WRITE_MAX_MS), NULL, NULL, false);
   fill_result(m, s, res);
   return 0;
 }
 
+int corral_session_interrupt(corral_sessions *m, long id, int64_t yield_ms,
+                             corral_session_result *res, corral_error *err) {
+  return control_key(m, id, '\x03', yield_ms, res, err);
+}
+
 int corral_session_eof(corral_sessions *m, long id, int64_t yield_ms, corral_session_result *res,
                        corral_error *err) {
-  struct session *s = find(m, id);
-  if (!s || s->tty || s->finished)
-    return corral_session_continue(m, id, s && s->tty && !s->finished ? "\x04" : NULL,
-                                   s && s->tty && !s->finished, false, yield_ms, res, err);
-  corral_session_result_init(res);
-  s->last_used_ms = real_ms();
-  s->last_used_mono = mono_ms();
-  if (s->pending_len > s->pending_off)
-    pump_until_written(m, s);
-  close_input(m, s);
-  pump(m, s, mono_ms() + clamp(yield_ms, 0, WRITE_MAX_MS), NULL, NULL, false);
-  fill_result(m, s, res);
-  return 0;
+  return control_key(m, id, '\x04', yield_ms, res, err);
 }
 
 int corral_session_running(const corral_sessions *m, long id) {
