@@ -63,6 +63,43 @@ static int pin(struct profile *pr, const char *path) {
   return r;
 }
 
+/* The directories from `dir` up to write root `root` (not itself) pinned,
+ * so that none can be renamed away and a planted tree put where the
+ * user's git will look: a nested repository, a git directory, a file a
+ * config includes. */
+static int pin_way(struct profile *pr, const char *root, const char *dir) {
+  char way[PATH_MAX];
+  struct stat st;
+  size_t rlen = strlen(root);
+  int r = 0;
+  snprintf(way, sizeof way, "%s", dir);
+  while (r == 0 && strlen(way) > rlen && path_is_under(way, root) && !allowed(pr, way)) {
+    if (lstat(way, &st) == 0 && S_ISDIR(st.st_mode))
+      r = pin(pr, way);
+    *strrchr(way, '/') = '\0';
+  }
+  return r;
+}
+
+/* pin_way for `path`'s directory, from the innermost write root that
+ * holds it: a protected path whose directory is renamed away is protected
+ * no more. */
+static int pin_above(struct profile *pr, const char *path) {
+  const char *root = NULL;
+  for (size_t i = 0; i < pr->write_roots.n; i++) {
+    const char *w = pr->write_roots.v[i];
+    if (path_is_under(path, w) && strcmp(path, w) != 0 && (!root || strlen(w) > strlen(root)))
+      root = w;
+  }
+  char dir[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (!root || !slash)
+    return 0;
+  *slash = '\0';
+  return pin_way(pr, root, dir);
+}
+
 /* `path`: read-only when it exists (by its real path: the sandbox is built
  * by path, and a symlink on the way would put the mount somewhere else),
  * else its creation is watched for. */
@@ -70,6 +107,9 @@ static int protect_path(struct profile *pr, struct path_list *watch, const char 
   struct stat st;
   if (allowed(pr, path))
     return 0;
+  int r = pin_above(pr, path);
+  if (r < 0)
+    return r;
   if (lstat(path, &st) < 0)
     return watch_path(watch, path);
   /* A symlink (hooks -> elsewhere): its target is read-only, and the link
@@ -77,7 +117,7 @@ static int protect_path(struct profile *pr, struct path_list *watch, const char 
    * leads nowhere has nothing to make read-only. */
   if (S_ISLNK(st.st_mode) && stat(path, &st) < 0)
     return watch_path(watch, path);
-  int r = path_list_add_real(&pr->deny_write, path, NULL);
+  r = path_list_add_real(&pr->deny_write, path, NULL);
   if (r == 0 && lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
     r = watch_path(watch, path);
   return r;
@@ -106,7 +146,12 @@ struct config_walk {
   struct path_list *watch;
   const char *base; /* what relative values are relative to */
   int r;
+  int depth;        /* includes followed so far */
 };
+
+static void config_each(const char *cfg, const char *section, const char *key,
+                        struct config_walk *w);
+#define INCLUDE_DEPTH 10 /* git's own limit */
 
 /* A file or directory a repository's config names as code or more config
  * (core.hooksPath, include.path, includeIf.*.path): read-only when it lies
@@ -114,8 +159,20 @@ struct config_walk {
 static void protect_named(const char *value, void *ctx) {
   struct config_walk *w = ctx;
   char path[PATH_MAX];
-  if (w->r == 0 && named_path(value, w->base, path, sizeof path) && in_write_root(w->pr, path))
-    w->r = protect_path(w->pr, w->watch, path);
+  if (w->r || !named_path(value, w->base, path, sizeof path) || !in_write_root(w->pr, path))
+    return;
+  w->r = protect_path(w->pr, w->watch, path);
+  /* What an included file includes, against its own directory. */
+  struct stat st;
+  char dir[PATH_MAX];
+  if (w->r == 0 && w->depth < INCLUDE_DEPTH && stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
+    snprintf(dir, sizeof dir, "%s", path);
+    *strrchr(dir, '/') = '\0';
+    struct config_walk inner = {w->pr, w->watch, dir, 0, w->depth + 1};
+    config_each(path, "include", "path", &inner);
+    config_each(path, "includeif", "path", &inner);
+    w->r = inner.r;
+  }
 }
 
 /* What `gitdir`'s config names: hooksPath (against the work tree `root`,
@@ -133,7 +190,7 @@ static int protect_config_targets(struct profile *pr, struct path_list *watch, c
                                   const char *root) {
   char cfg[PATH_MAX];
   snprintf(cfg, sizeof cfg, "%s/config", gitdir);
-  struct config_walk w = {pr, watch, root ? root : gitdir, 0};
+  struct config_walk w = {pr, watch, root ? root : gitdir, 0, 0};
   config_each(cfg, "core", "hookspath", &w);
   w.base = gitdir;
   config_each(cfg, "include", "path", &w);
@@ -238,7 +295,7 @@ static int protect_submodules(struct profile *pr, struct path_list *watch, const
   char *text = read_small_file(path, GIT_FILE_MAX);
   if (!text)
     return 0;
-  struct config_walk w = {pr, watch, root, 0};
+  struct config_walk w = {pr, watch, root, 0, 0};
   gitconfig_each(text, "submodule", "path", protect_submodule, &w);
   free(text);
   return w.r;
@@ -257,21 +314,6 @@ static int protect_between(struct profile *pr, struct path_list *watch, const ch
        slash = strrchr(dir, '/')) {
     *slash = '\0';
     r = protect_repo(pr, watch, dir);
-  }
-  return r;
-}
-
-/* A repository found below write root `root` at `dir`: the directories
- * from `dir` up to the root are pinned too, so that none can be renamed
- * away and a planted repository put where the user's git will look. */
-static int pin_way(struct profile *pr, const char *root, const char *dir) {
-  char way[PATH_MAX];
-  size_t rlen = strlen(root);
-  int r = 0;
-  snprintf(way, sizeof way, "%s", dir);
-  while (r == 0 && strlen(way) > rlen && !allowed(pr, way)) {
-    r = pin(pr, way);
-    *strrchr(way, '/') = '\0';
   }
   return r;
 }

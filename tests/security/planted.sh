@@ -120,6 +120,20 @@ gitc init -q "$ws/more" && gitc -C "$ws/more" init -q --separate-git-dir="$ws/mo
 (cd "$ws/more/inc" && git status >/dev/null 2>&1 && gitc commit -q --allow-empty -m x >/dev/null 2>&1)
 expect_absent "$mark"; expect_absent "$ws/more/mirror.git/hooks/pre-receive"
 
+t "the directories above a workspace in /tmp, a git directory a .git file names, an included file: none can be moved away; nested includes are read-only"
+tb=$(mktemp -d /tmp/corral-planted-above-XXXXXX); mkdir -p "$tb/p/ws" "$tb/gd" "$tb/inc" "$tb/ws2"
+gitc init -q "$tb/p/ws" && echo '[user]' > "$tb/inc/i.cfg" && gitc -C "$tb/p/ws" config include.path "$tb/inc/i.cfg" &&
+  printf '[include]\n\tpath = b.cfg\n' > "$tb/p/ws/a.cfg" && touch "$tb/p/ws/b.cfg" &&
+  gitc -C "$tb/p/ws" config --add include.path ../a.cfg && gitc -C "$tb/ws2" init -q --separate-git-dir="$tb/gd/x.git"
+(cd "$tb/p/ws" && cr -- sh -c "cd /; mv $tb/p $tb/q && mkdir -p $tb/p/ws && cd $tb/p/ws && git init -q && $fsmon
+  mv $tb/inc $tb/inc2; mkdir -p $tb/inc; printf '[core]\n\tfsmonitor = \"touch $mark; false\"\n' > $tb/inc/i.cfg
+  printf '[core]\n\tfsmonitor = \"touch $mark; false\"\n' > $tb/p/ws/b.cfg") >/dev/null 2>&1
+(cd "$tb/ws2" && cr -- sh -c "mv $tb/gd $tb/gd2 && mkdir -p $tb/gd && git init -q --bare $tb/gd/x.git &&
+  git --git-dir=$tb/gd/x.git config core.bare false && git --git-dir=$tb/gd/x.git config core.fsmonitor 'touch $mark; false'") >/dev/null 2>&1
+(cd "$tb/p/ws" && git status >/dev/null 2>&1); (cd "$tb/ws2" && git status >/dev/null 2>&1)
+expect_absent "$mark"; expect_absent "$tb/q"; expect_absent "$tb/inc2"; expect_absent "$tb/gd2"
+rm -rf "$tb"
+
 t "a planted config that is /dev/zero, a FIFO or a dangling hooks link cannot stop later runs"
 gitc init -q "$ws/dos"
 (cd "$ws/dos" && cr -- sh -c 'mkdir -p z/.git y/.git d/.git && ln -s /dev/zero z/.git/config &&
