@@ -166,6 +166,7 @@ typedef enum corral_enum {
   CORRAL_ENUM_NEXT_ACTION,
   CORRAL_ENUM_LEVEL,
   CORRAL_ENUM_CHANGE,
+  CORRAL_ENUM_LIMIT,
 } corral_enum;
 
 /* The contract's JSON spelling of a value ("interactive_command"), or NULL
@@ -173,6 +174,17 @@ typedef enum corral_enum {
 CORRAL_EXTERN const char *corral_enum_name(corral_enum which, int value);
 /* The value for a JSON spelling, or 0 when unknown. */
 CORRAL_EXTERN int corral_enum_parse(corral_enum which, const char *name);
+
+/* The limits on a run (policy: `limits`; outcome: `limit`).  JSON names:
+ * "processes", "memory", "cpu_time", "file_size", "open_files". */
+typedef enum corral_limit {
+  CORRAL_LIMIT_PROCESSES = 1, /* processes and threads at once, the whole run */
+  CORRAL_LIMIT_MEMORY,        /* bytes resident, the whole run */
+  CORRAL_LIMIT_CPU_TIME,      /* milliseconds of CPU, the whole run */
+  CORRAL_LIMIT_FILE_SIZE,     /* bytes, any one file written */
+  CORRAL_LIMIT_OPEN_FILES,    /* descriptors, each process */
+} corral_limit;
+#define CORRAL_LIMIT_COUNT 6 /* one more than the last value: arrays indexed by it */
 
 typedef struct corral_capability {
   corral_capability_kind kind;
@@ -248,6 +260,23 @@ typedef struct corral_change {
   long count; /* direct children of an aggregated tree, -1 above 256 */
 } corral_change;
 
+/* The limit that ended a run (a denial of process_spawn says so too). */
+typedef struct corral_limit_hit {
+  bool present;
+  corral_limit which;
+  int64_t value;    /* the limit, in the unit of `which` */
+  int64_t observed; /* what was seen when it ended the run (the limit itself
+                       when the kernel stopped the process at it) */
+} corral_limit_hit;
+
+/* What a run used, from corral's own init (outside the command's reach). */
+typedef struct corral_usage {
+  bool present;
+  int64_t peak_memory_bytes; /* highest resident memory seen, the whole run */
+  int64_t cpu_time_ms;       /* user + system time of every process */
+  int64_t peak_processes;    /* most processes and threads seen at once */
+} corral_usage;
+
 typedef struct corral_outcome {
   corral_state state;
   corral_kind kind;
@@ -264,6 +293,8 @@ typedef struct corral_outcome {
   bool launched_known;   /* false: nobody said (a decoded zero outcome) */
   char *message;         /* owned, may be NULL: why, in words (not in the Go contract) */
   char *changes_skipped; /* owned, may be NULL: why there is no change report */
+  corral_limit_hit limit; /* a limit ended the run (not in the Go contract) */
+  corral_usage usage;     /* not in the Go contract */
 } corral_outcome;
 
 CORRAL_EXTERN void corral_outcome_init(corral_outcome *out);
@@ -333,6 +364,13 @@ CORRAL_EXTERN void corral_policy_set_network(corral_policy *policy, bool allow);
 CORRAL_EXTERN void corral_policy_set_block_unix_sockets(corral_policy *policy, bool block);
 CORRAL_EXTERN void corral_policy_set_temp(corral_policy *policy, bool writable);
 CORRAL_EXTERN void corral_policy_set_workspace_writable(corral_policy *policy, bool writable);
+/* A limit on every run: `value` > 0 in the limit's unit (bytes, ms, a
+ * count), CORRAL_LIMIT_DEFAULT for the built-in default (README: Limits),
+ * CORRAL_LIMIT_NONE for none.  -EINVAL for anything else. */
+#define CORRAL_LIMIT_DEFAULT 0
+#define CORRAL_LIMIT_NONE (-1)
+CORRAL_EXTERN int corral_policy_set_limit(corral_policy *policy, corral_limit which,
+                                          int64_t value);
 /* The effective permission profile for a request's workspace roots, as
  * JSON (caller frees), or NULL with err set (a path cannot be resolved). */
 CORRAL_EXTERN char *corral_policy_profile_json(const corral_policy *policy,

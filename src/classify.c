@@ -3,7 +3,8 @@
  *
  * Order matters: the first that holds decides.
  *   1. the report could not be read      -> failed / sandbox_setup_failure
- *   2. the report carries a denial       -> denied / enforcement_denied
+ *   2. a limit ended the run, or the report carries a denial
+ *                                        -> denied / enforcement_denied
  *   3. the deadline passed               -> failed / timed_out
  *   4. the caller cancelled              -> cancelled / cancelled
  *   5. exit 0                            -> completed / success
@@ -57,6 +58,60 @@ static void setup_failure(corral_outcome *out) {
   }
 }
 
+/* The run was ended at a limit: a denial of process_spawn scoped to the
+ * limit's name, since zero's contract has no kind for resources; the
+ * outcome's `limit` says which, its value and what was seen. */
+static int limit_denial(const launch_report *rep, corral_outcome *out) {
+  const corral_limit_hit *l = &rep->limit;
+  const char *name = corral_enum_name(CORRAL_ENUM_LIMIT, (int)l->which);
+  char value[32], seen[32], reason[300];
+  run_limits_words(l, value, sizeof value, seen, sizeof seen);
+  switch (l->which) {
+  case CORRAL_LIMIT_PROCESSES:
+    snprintf(reason, sizeof reason,
+             "the process limit (%s processes and threads) was reached: no more could start "
+             "(%s were running); the whole run was ended",
+             value, seen);
+    break;
+  case CORRAL_LIMIT_MEMORY:
+    snprintf(reason, sizeof reason,
+             "the memory limit (%s) was crossed: the run held %s; the whole run was ended", value,
+             seen);
+    break;
+  case CORRAL_LIMIT_CPU_TIME:
+    snprintf(reason, sizeof reason,
+             "the CPU time limit (%s) was crossed: the run used %s; the whole run was ended",
+             value, seen);
+    break;
+  case CORRAL_LIMIT_FILE_SIZE:
+    snprintf(reason, sizeof reason,
+             "the file size limit (%s) stopped a process writing past it; the whole run was "
+             "ended",
+             value);
+    break;
+  default:
+    snprintf(reason, sizeof reason, "the %s limit (%s) ended the run", name ? name : "?", value);
+    break;
+  }
+  out->limit = *l;
+  out->state = CORRAL_STATE_DENIED;
+  out->kind = CORRAL_KIND_ENFORCEMENT_DENIED;
+  corral_denial *d = &out->denial;
+  d->present = true;
+  d->capability.kind = CORRAL_CAP_PROCESS_SPAWN;
+  d->capability.scope = strdup(name ? name : "limit");
+  d->source = CORRAL_SOURCE_PLATFORM_SANDBOX;
+  d->reason = strdup(reason);
+  d->recoverable = true;
+  d->next_action = CORRAL_NEXT_CHANGE_COMMAND;
+  if (!out->exit.present) {
+    out->exit.present = true;
+    out->exit.code = -1;
+    out->exit.signal = SIGKILL;
+  }
+  return set_message(out, "%s", reason);
+}
+
 int classify_outcome(const struct run_facts *f, launch_report *rep, const char *name,
                      corral_outcome *out) {
   out->launched_known = true;
@@ -92,7 +147,11 @@ int classify_outcome(const struct run_facts *f, launch_report *rep, const char *
                          WTERMSIG(f->init_status));
     return set_message(out, "the sandbox's init ended without a report");
   }
-  /* 2. A denial is a fact only because it came on the report channel. */
+  out->usage = rep->usage;
+  /* 2. A limit is a fact because init, outside the command's reach, said
+   * so on the report channel; so is a denial. */
+  if (rep->limit.present)
+    return limit_denial(rep, out);
   if (rep->denial.present) {
     out->state = CORRAL_STATE_DENIED;
     out->kind = CORRAL_KIND_ENFORCEMENT_DENIED;

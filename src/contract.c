@@ -37,6 +37,8 @@ static const char *const next_action_names[] = {NULL, "none", "request_approval"
                                                 "change_command", "enable_sandbox"};
 static const char *const level_names[] = {NULL, "native", "degraded", "disabled"};
 static const char *const change_names[] = {NULL, "created", "modified", "deleted"};
+static const char *const limit_names[] = {NULL,        "processes", "memory",
+                                          "cpu_time", "file_size", "open_files"};
 
 static const char *const *table(corral_enum which, size_t *n) {
 #define T(a)                                                                                   \
@@ -54,6 +56,7 @@ static const char *const *table(corral_enum which, size_t *n) {
   case CORRAL_ENUM_NEXT_ACTION: T(next_action_names);
   case CORRAL_ENUM_LEVEL: T(level_names);
   case CORRAL_ENUM_CHANGE: T(change_names);
+  case CORRAL_ENUM_LIMIT: T(limit_names);
   }
 #undef T
   *n = 0;

@@ -4,7 +4,7 @@
  * Field names and JSON types are those of zero's execution contract:
  * what zero writes decodes here, and what is written here decodes into
  * zero's types and passes its rules.  corral's own fields (`launched`,
- * `message`, `changesSkipped`) are extra keys zero ignores, written only
+ * `message`, `changesSkipped`, `limit`, `usage`) are extra keys zero ignores, written only
  * when known.  Decoding:
  *  1. syntax errors name the byte position jansson reports;
  *  2. a field of the wrong type or an unknown enum value names the field by
@@ -88,6 +88,19 @@ static int get_long(json_t *obj, const char *key, const char *path, long *dst,
   if (!json_is_integer(v))
     return error_set(err, CORRAL_EBADJSON, 0, "field `%s`: expected an integer", path);
   *dst = (long)json_integer_value(v);
+  return 0;
+}
+
+/* A non-negative 64-bit count (bytes, ms); absent leaves *dst untouched. */
+static int get_count(json_t *obj, const char *key, const char *path, int64_t *dst,
+                     corral_error *err) {
+  json_t *v = json_object_get(obj, key);
+  if (!v || json_is_null(v))
+    return 0;
+  if (!json_is_integer(v) || json_integer_value(v) < 0)
+    return error_set(err, CORRAL_EBADJSON, 0, "field `%s`: expected a non-negative integer",
+                     path);
+  *dst = (int64_t)json_integer_value(v);
   return 0;
 }
 
@@ -456,6 +469,29 @@ static int decode_outcome(json_t *root, corral_outcome *out, corral_error *err) 
       e->level_text = NULL;
     }
   }
+  json_t *limit, *usage;
+  if ((r = get_object(root, "limit", "limit", &limit, err)) < 0 ||
+      (r = get_object(root, "usage", "usage", &usage, err)) < 0)
+    return r;
+  if (limit) {
+    corral_limit_hit *l = &out->limit;
+    l->present = true;
+    if ((r = get_enum(limit, "name", "limit.name", CORRAL_ENUM_LIMIT, (int *)&l->which, err)) <
+            0 ||
+        (r = get_count(limit, "value", "limit.value", &l->value, err)) < 0 ||
+        (r = get_count(limit, "observed", "limit.observed", &l->observed, err)) < 0)
+      return r;
+  }
+  if (usage) {
+    corral_usage *u = &out->usage;
+    u->present = true;
+    if ((r = get_count(usage, "peakMemoryBytes", "usage.peakMemoryBytes",
+                       &u->peak_memory_bytes, err)) < 0 ||
+        (r = get_count(usage, "cpuTimeMs", "usage.cpuTimeMs", &u->cpu_time_ms, err)) < 0 ||
+        (r = get_count(usage, "peakProcesses", "usage.peakProcesses", &u->peak_processes,
+                       err)) < 0)
+      return r;
+  }
   changes = json_object_get(root, "changes");
   if (changes && !json_is_null(changes)) {
     if (!json_is_array(changes))
@@ -564,6 +600,19 @@ json_t *outcome_to_json_value(const corral_outcome *out) {
     json_object_set_new(o, "changes", a);
   }
   set_string(o, "changesSkipped", out->changes_skipped);
+  if (out->limit.present) {
+    json_t *lj = json_object();
+    set_enum(lj, "name", CORRAL_ENUM_LIMIT, (int)out->limit.which);
+    json_object_set_new(lj, "value", json_integer(out->limit.value));
+    json_object_set_new(lj, "observed", json_integer(out->limit.observed));
+    json_object_set_new(o, "limit", lj);
+  }
+  if (out->usage.present)
+    json_object_set_new(o, "usage",
+                        json_pack("{s:I,s:I,s:I}", "peakMemoryBytes",
+                                  (json_int_t)out->usage.peak_memory_bytes, "cpuTimeMs",
+                                  (json_int_t)out->usage.cpu_time_ms, "peakProcesses",
+                                  (json_int_t)out->usage.peak_processes));
   if (out->launched_known || out->launched)
     json_object_set_new(o, "launched", json_boolean(out->launched));
   set_string(o, "message", out->message);

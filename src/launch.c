@@ -137,6 +137,31 @@ void launch_report_parse(launch_report *r, const void *buf, size_t len) {
       r->exited = true;
       r->wait_status = rec->value;
       break;
+    case REPORT_LIMIT: {
+      long long value, observed;
+      char tail;
+      if (rec->value < 1 || rec->value >= CORRAL_LIMIT_COUNT ||
+          sscanf(rec->text, "%lld %lld%c", &value, &observed, &tail) != 2 || value < 0 ||
+          observed < 0) {
+        r->readable = false;
+        snprintf(r->problem, sizeof r->problem, "report record %zu: a malformed limit", i);
+        return;
+      }
+      r->limit = (corral_limit_hit){true, (corral_limit)rec->value, value, observed};
+      break;
+    }
+    case REPORT_USAGE: {
+      long long mem, cpu, tasks;
+      char tail;
+      if (sscanf(rec->text, "%lld %lld %lld%c", &mem, &cpu, &tasks, &tail) != 3 || mem < 0 ||
+          cpu < 0 || tasks < 0) {
+        r->readable = false;
+        snprintf(r->problem, sizeof r->problem, "report record %zu: a malformed usage", i);
+        return;
+      }
+      r->usage = (corral_usage){true, mem, cpu, tasks};
+      break;
+    }
     default:
       r->readable = false;
       snprintf(r->problem, sizeof r->problem, "report record %zu has unknown type %u", i,
@@ -376,7 +401,29 @@ struct init_state {
   int command_status;
   int watch_fd; /* inotify over the directories of plan->watch, or -1 */
   const launch_plan *plan;
+  struct limits_watch limits;
 };
+
+/* The run's processes (init not among them) into tree_pids; how many. */
+static size_t list_tree(const struct init_state *st) {
+  pid_t self = getpid();
+  if (self != 1) {
+    size_t n = read_children(self, 0);
+    for (size_t i = 0; i < n; i++)
+      n = read_children(tree_pids[i], n);
+    return n;
+  }
+  struct dir_iter it;
+  size_t n = 0;
+  dir_rewind(&it, st->limits.proc_fd);
+  for (const char *name; (name = dir_next(&it, NULL)) && n < ARRAY_SIZE(tree_pids);) {
+    char *end;
+    long pid = strtol(name, &end, 10);
+    if (*end == '\0' && pid > 1)
+      tree_pids[n++] = (pid_t)pid;
+  }
+  return n;
+}
 
 /* For each of plan->watch: the watch on its directory (one directory, one
  * wd, however many paths are in it) and the path as it was at start
@@ -452,11 +499,13 @@ static bool check_protected(struct init_state *st, int report_fd) {
 static void reap(struct init_state *st) {
   int status;
   pid_t p;
-  while ((p = waitpid(-1, &status, WNOHANG | __WALL)) > 0)
+  while ((p = waitpid(-1, &status, WNOHANG | __WALL)) > 0) {
+    limits_watch_reaped(&st->limits, status);
     if (p == st->command) {
       st->command_done = true;
       st->command_status = status;
     }
+  }
 }
 
 static int status_to_code(int status) {
@@ -481,6 +530,7 @@ static _Noreturn void finish(struct init_state *st, int report_fd, bool killed) 
       break;
     sleep_ms(1);
   }
+  limits_report(&st->limits, report_fd);
   int status = st->command_done ? st->command_status : SIGKILL;
   report_write(report_fd, REPORT_EXITED, status, killed, NULL);
   _exit(status_to_code(status));
@@ -537,6 +587,7 @@ static int command_main(void *arg) {
   if (plan->tty)
     ioctl(0, TIOCSCTTY, 0); /* the session's own PTY becomes the controlling terminal */
   syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
+  limits_command_apply(&plan->limits);
   if (plan->command_setup && plan->command_setup(plan, cs->report_fd) < 0) {
     cs->err = EPERM;
     cs->step = 's';
@@ -559,6 +610,7 @@ static _Noreturn void init_main(const launch_plan *plan, int stdio[3], int repor
   watched = watch_table;
   bool pid_ns = (plan->clone_flags & CLONE_NEWPID) != 0;
   struct init_state st = {.command = -1, .watch_fd = -1, .plan = plan};
+  st.limits.timer_fd = st.limits.proc_fd = -1;
 
   /* Handlers installed by the embedding program are not ours to run. */
   for (int s = 1; s < NSIG; s++)
@@ -588,7 +640,10 @@ static _Noreturn void init_main(const launch_plan *plan, int stdio[3], int repor
     report_write(report_fd, REPORT_SETUP_FAILED, errno, 0, "keyring: join a new session keyring");
     _exit(125);
   }
-  /* sync 2: the adapter's setup inside init. */
+  /* sync 2: the limits that need init's privilege in its namespaces, then
+   * the adapter's setup inside init. */
+  if (limits_init_apply(&plan->limits, report_fd) < 0)
+    _exit(125);
   if (plan->init_setup && plan->init_setup(plan, report_fd) < 0)
     _exit(125);
   /* Init is a copy of the supervisor: its memory holds the caller's heap
@@ -658,6 +713,12 @@ static _Noreturn void init_main(const launch_plan *plan, int stdio[3], int repor
     }
   }
 
+  /* After the setup: /proc is the sandbox's own.  Init takes the
+   * command's RLIMIT_NPROC too, so that its probe sees the command's cap. */
+  if (limits_watch_start(&st.limits, &plan->limits, report_fd) < 0)
+    _exit(125);
+  limits_init_nproc(&plan->limits);
+
   /* sync 3: the command, spawned the way posix_spawn does it: no copy of
    * init's memory, and init resumes only after execve (or _exit). */
   struct command_start cs = {.plan = plan, .report_fd = report_fd};
@@ -681,11 +742,19 @@ static _Noreturn void init_main(const launch_plan *plan, int stdio[3], int repor
   /* sync 4: supervise. */
   for (;;) {
     struct signalfd_siginfo si;
-    struct pollfd pfd[2] = {{.fd = sfd, .events = POLLIN}, {.fd = st.watch_fd, .events = POLLIN}};
-    if (poll(pfd, 2, -1) < 0 && errno != EINTR)
+    struct pollfd pfd[3] = {{.fd = sfd, .events = POLLIN},
+                            {.fd = st.watch_fd, .events = POLLIN},
+                            {.fd = st.limits.timer_fd, .events = POLLIN}};
+    if (poll(pfd, 3, -1) < 0 && errno != EINTR)
       terminate_tree(&st, sfd, report_fd);
     if (pfd[1].revents && check_protected(&st, report_fd))
       finish(&st, report_fd, true); /* no grace: stopped at once */
+    if (pfd[2].revents)
+      limits_watch_tick(&st.limits, tree_pids, list_tree(&st));
+    if (st.limits.hit)
+      finish(&st, report_fd, true); /* a limit crossed: no grace either */
+    if (!(pfd[0].revents & POLLIN))
+      continue;
     ssize_t r = read(sfd, &si, sizeof si);
     if (r != sizeof si) {
       if (r < 0 && (errno == EINTR || errno == EAGAIN))
@@ -700,8 +769,8 @@ static _Noreturn void init_main(const launch_plan *plan, int stdio[3], int repor
     switch (si.ssi_signo) {
     case SIGCHLD:
       reap(&st);
-      if (st.command_done)
-        finish(&st, report_fd, false);
+      if (st.command_done || st.limits.hit)
+        finish(&st, report_fd, !st.command_done);
       break;
     case SIGUSR1:
       terminate_tree(&st, sfd, report_fd);

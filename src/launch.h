@@ -16,6 +16,7 @@
 #include <sys/types.h>
 
 #include "corral.h"
+#include "run_limits.h"
 
 /* Records init (or the adapter's setup inside it) writes.  Each record is
  * written with one write() of less than PIPE_BUF bytes, so it is atomic. */
@@ -25,6 +26,8 @@ enum report_type {
   REPORT_SETUP_FAILED,  /* value: errno; text: which step failed, and how */
   REPORT_DENIAL,        /* value: capability kind; text: the exact scope */
   REPORT_EXITED,        /* value: the command's wait status; aux: 1 if killed by init */
+  REPORT_LIMIT,         /* value: corral_limit; text: "<limit> <observed>" */
+  REPORT_USAGE,         /* text: "<peak memory bytes> <cpu ms> <peak tasks>" */
 };
 
 #define REPORT_MAGIC 0x636f7272u /* "corr" */
@@ -52,6 +55,8 @@ typedef struct launch_report {
   bool exited;
   int wait_status;
   corral_denial denial;    /* first denial; owned strings */
+  corral_limit_hit limit;  /* the limit that ended the run */
+  corral_usage usage;
   char protected_paths[8][REPORT_TEXT_MAX]; /* protected paths the command created */
   size_t nprotected;
   char stderr_note[600];   /* appended to the command's stderr by the runner */
@@ -119,6 +124,7 @@ typedef struct launch_plan {
    * protected_metadata denial with the path.  Borrowed from the adapter. */
   char **watch;
   size_t nwatch;
+  struct run_limits limits;     /* all 0: none (run_limits.h) */
   void *adapter_data;           /* the adapter's, freed by its cleanup */
 } launch_plan;
 

@@ -10,6 +10,7 @@
  *     the platform roots, the read roots and the write roots.
  */
 #include "policy.h"
+#include "run_limits.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -127,6 +128,53 @@ void corral_policy_set_block_unix_sockets(corral_policy *p, bool v) { p->block_u
 void corral_policy_set_temp(corral_policy *p, bool v) { p->temp = v; }
 void corral_policy_set_workspace_writable(corral_policy *p, bool v) { p->workspace_writable = v; }
 
+int corral_policy_set_limit(corral_policy *p, corral_limit which, int64_t value) {
+  if (!p || which < 1 || which >= CORRAL_LIMIT_COUNT || value < CORRAL_LIMIT_NONE)
+    return -EINVAL;
+  p->limits[which] = value;
+  return 0;
+}
+
+/* "limits": {"processes": 4096, "memory": "8G", "cpuTime": 30, ...}: a
+ * number in the limit's unit (seconds for cpuTime), or a string as the
+ * flags take it ("512M", "none", "default"). */
+static const char *const limit_keys[CORRAL_LIMIT_COUNT] = {
+    NULL, "processes", "memory", "cpuTime", "fileSize", "openFiles"};
+
+const char *limits_json_key(corral_limit which) {
+  return which > 0 && which < CORRAL_LIMIT_COUNT ? limit_keys[which] : NULL;
+}
+
+static int decode_limits(json_t *obj, corral_policy *p, corral_error *err) {
+  if (!json_is_object(obj))
+    return error_set(err, CORRAL_EBADJSON, 0, "field `limits`: expected an object");
+  const char *key;
+  json_t *v;
+  json_object_foreach(obj, key, v) {
+    int which = 0;
+    for (int i = 1; i < CORRAL_LIMIT_COUNT; i++)
+      if (strcmp(key, limit_keys[i]) == 0)
+        which = i;
+    if (!which)
+      return error_set(err, CORRAL_EBADJSON, 0, "field `limits.%s`: unknown limit", key);
+    char text[64];
+    if (json_is_string(v))
+      snprintf(text, sizeof text, "%s", json_string_value(v));
+    else if (json_is_integer(v))
+      snprintf(text, sizeof text, "%lld", (long long)json_integer_value(v));
+    else if (json_is_real(v) && which == CORRAL_LIMIT_CPU_TIME)
+      snprintf(text, sizeof text, "%.17g", json_real_value(v));
+    else
+      text[0] = '\0';
+    const char *why = "expected a number or a string";
+    int64_t value;
+    if (!text[0] || limits_parse((corral_limit)which, text, &value, &why) < 0)
+      return error_set(err, CORRAL_EBADJSON, 0, "field `limits.%s`: %s", key, why);
+    p->limits[which] = value;
+  }
+  return 0;
+}
+
 /* ---------------------------------------------------------- the file */
 
 static const struct {
@@ -194,6 +242,8 @@ static int decode_policy(json_t *root, corral_policy *p, corral_error *err) {
       r = json_get_bool(root, key, key, &p->temp, err);
     } else if (strcmp(key, "workspaceWritable") == 0) {
       r = json_get_bool(root, key, key, &p->workspace_writable, err);
+    } else if (strcmp(key, "limits") == 0) {
+      r = decode_limits(v, p, err);
     } else {
       return error_set(err, CORRAL_EBADJSON, 0, "field `%s`: unknown field", key);
     }
@@ -1308,6 +1358,7 @@ int profile_resolve(const corral_policy *p, char *const *roots, size_t nroots, s
   memset(pr, 0, sizeof *pr);
   pr->enforce = p->enforce;
   pr->network_allow = p->network_allow;
+  limits_resolve(p->limits, pr->limits);
   pr->block_unix = p->block_unix;
   const struct path_list *L = p->lists;
   if (p->workspace_writable)
@@ -1430,6 +1481,14 @@ json_t *profile_to_json(const struct profile *pr) {
   json_object_set_new(o, "allowProtected", list_json(&pr->allow_protected));
   json_object_set_new(o, "network", json_string(pr->network_allow ? "allow" : "deny"));
   json_object_set_new(o, "blockUnixSockets", json_boolean(pr->block_unix));
+  json_t *lim = json_object();
+  for (int i = 1; i < CORRAL_LIMIT_COUNT; i++)
+    json_object_set_new(lim, limit_keys[i],
+                        pr->limits[i] ? json_integer(i == CORRAL_LIMIT_CPU_TIME
+                                                         ? (pr->limits[i] + 999) / 1000
+                                                         : pr->limits[i])
+                                      : json_string("none"));
+  json_object_set_new(o, "limits", lim);
   return o;
 }
 

@@ -25,6 +25,7 @@ struct corral_policy {
   bool workspace_writable;
   bool protected_set;       /* protectedNames given: replaces the defaults */
   struct path_list lists[POLICY_NLISTS];
+  int64_t limits[CORRAL_LIMIT_COUNT]; /* CORRAL_LIMIT_DEFAULT, _NONE or a value */
 };
 
 struct profile {
@@ -49,6 +50,7 @@ struct profile {
   struct path_list protected_names;
   struct path_list allow_protected; /* protected paths made writable on purpose */
   struct path_list sensitive_env;
+  int64_t limits[CORRAL_LIMIT_COUNT]; /* final values (run_limits.h); 0: none */
 };
 
 corral_policy *policy_copy(const corral_policy *p);

@@ -162,6 +162,7 @@ static int landlock_prepare(corral_adapter *ad, const corral_request *req, launc
   if (r < 0)
     return r;
   struct linux_plan *lp = plan->adapter_data;
+  limits_plan(&plan->limits, lp->profile.limits, plan->clone_flags);
   char gap[600] = "";
   if (lp->landlock_abi <= 0)
     snprintf(gap, sizeof gap, "this kernel has no Landlock");

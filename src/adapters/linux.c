@@ -102,6 +102,7 @@ static int linux_prepare(corral_adapter *ad, const corral_request *req, launch_p
     return r;
   struct linux_plan *lp = plan->adapter_data;
   plan->clone_flags = ns_clone_flags(lp->profile.network_allow);
+  limits_plan(&plan->limits, lp->profile.limits, plan->clone_flags);
   lp->mask_cache_usable =
       runtime_mask_cache(lp->mask_cache, sizeof lp->mask_cache, &lp->profile.write_roots);
   if (lp->mask_cache[0])

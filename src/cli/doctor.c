@@ -22,6 +22,7 @@
 #include "corral.h"
 #include "linux/linux.h"
 #include "options.h"
+#include "policy_flags.h"
 
 enum { OPT_JSON = 1 };
 static const struct cli_option doctor_options[] = {
@@ -150,6 +151,22 @@ int cmd_doctor(int argc, char **argv) {
   json_object_set_new(def, "adapter", ad ? json_string(corral_adapter_name(ad)) : json_null());
   bool ok = enforces(ad, def);
   json_object_set_new(def, "enforced", json_boolean(ok));
+  /* The limits of the default policy, and what holds each on this machine
+   * (cgroups are not used: the kernel's per-namespace limits and corral's
+   * watch need no delegated cgroup, so every caller gets the same). */
+  json_t *limits = json_object();
+  int64_t lv[CORRAL_LIMIT_COUNT];
+  limits_resolve(policy->limits, lv);
+  json_t *by = cli_limits_json(policy, ad && strcmp(corral_adapter_name(ad), "linux") == 0);
+  for (int i = 1; i < CORRAL_LIMIT_COUNT; i++) {
+    const char *key = limits_json_key((corral_limit)i);
+    json_object_set_new(limits, key,
+                        json_pack("{s:o,s:O}", "value",
+                                  lv[i] ? json_integer(lv[i]) : json_string("none"),
+                                  "enforcedBy", json_object_get(by, key)));
+  }
+  json_decref(by);
+  json_object_set_new(def, "limits", limits);
   json_object_set_new(report, "defaultPolicy", def);
   corral_adapter_free(ad);
   corral_policy_free(policy);
@@ -173,6 +190,16 @@ int cmd_doctor(int argc, char **argv) {
     printf("\n%-20s %-8s %-8s\n", "feature", "linux", "landlock");
     for (size_t i = 0; i < 9; i++)
       printf("%-20s %-8s %-8s\n", fnames[i], lin[i] ? "yes" : "no", lan[i] ? "yes" : "no");
+    printf("\n");
+    json_t *lim;
+    json_object_foreach(json_object_get(def, "limits"), key, lim) {
+      json_t *value = json_object_get(lim, "value");
+      char num[32];
+      if (json_is_integer(value))
+        snprintf(num, sizeof num, "%lld", (long long)json_integer_value(value));
+      printf("limit %-14s %-14s %s\n", key, json_is_integer(value) ? num : "none",
+             json_string_value(json_object_get(lim, "enforcedBy")));
+    }
     json_t *msg = json_object_get(def, "message");
     printf("\ndefault policy: adapter %s, %s%s%s\n", ad ? json_string_value(json_object_get(def, "adapter")) : "none",
            ok ? "enforced" : "NOT enforced", msg ? ": " : "", msg ? json_string_value(msg) : "");

@@ -2,10 +2,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <jansson.h>
+
 #include "cli.h"
 #include "corral.h"
 #include "options.h"
 #include "policy_flags.h"
+#include "../linux/linux.h"
 
 static const struct cli_option policy_options[] = {POLICY_FLAG_OPTIONS};
 
@@ -42,9 +45,21 @@ int cmd_policy(int argc, char **argv) {
       corral_policy_set_enforce(sb.policy, false);
     char *json = corral_policy_profile_json(sb.policy, (const char *const *)sb.roots, sb.nroots,
                                             &err);
-    if (json)
-      printf("%s\n", json);
-    else {
+    json_t *profile = json ? json_loads(json, 0, NULL) : NULL;
+    if (profile) {
+      /* What would enforce each limit for a run with these options here. */
+      char why[256] = "";
+      int backend = pf.backend;
+      if (!backend)
+        ns_obstacle(why, sizeof why), backend = why[0] ? 2 : 1;
+      json_object_set_new(profile, "limitsEnforcedBy",
+                          pf.unsandboxed ? json_object()
+                                         : cli_limits_json(sb.policy, backend == 1));
+      char *s = json_dumps(profile, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+      printf("%s\n", s);
+      free(s);
+      json_decref(profile);
+    } else {
       fprintf(stderr, "corral policy: %s\n", err.message);
       rc = EXIT_USAGE;
     }

@@ -3,6 +3,10 @@
 
 #include "cli.h"
 #include "policy.h"
+#include "run_limits.h"
+#include "../linux/linux.h"
+
+#include <jansson.h>
 
 #include <errno.h>
 #include <limits.h>
@@ -81,6 +85,22 @@ int policy_flag(struct policy_flags *pf, int id, const char *value) {
       return -1;
     }
     return 0;
+  case PF_MAX_PROCS:
+  case PF_MEMORY:
+  case PF_CPU_TIME:
+  case PF_MAX_FILE_SIZE:
+  case PF_MAX_OPEN_FILES: {
+    static const char *const flag[] = {"--max-procs", "--memory", "--cpu-time",
+                                       "--max-file-size", "--max-open-files"};
+    int which = id - PF_MAX_PROCS + 1;
+    const char *why = "";
+    if (limits_parse((corral_limit)which, value, &pf->limits[which], &why) < 0) {
+      fprintf(stderr, "%s: %s: %s, got `%s`\n", cli_command, flag[which - 1], why, value);
+      return -1;
+    }
+    pf->limit_given[which] = true;
+    return 0;
+  }
   }
   return 1;
 }
@@ -165,6 +185,9 @@ corral_policy *policy_flags_build(const struct policy_flags *pf, char **roots, s
     corral_policy_set_workspace_writable(p, false);
   if (pf->block_unix)
     corral_policy_set_block_unix_sockets(p, true);
+  for (int i = 1; i < CORRAL_LIMIT_COUNT; i++)
+    if (pf->limit_given[i])
+      corral_policy_set_limit(p, (corral_limit)i, pf->limits[i]);
   return p;
 }
 
@@ -445,9 +468,25 @@ void cli_sandbox_close(struct cli_sandbox *sb, struct policy_flags *pf) {
   policy_flags_free(pf);
 }
 
+json_t *cli_limits_json(const corral_policy *policy, bool namespaces) {
+  int64_t v[CORRAL_LIMIT_COUNT];
+  struct run_limits rl;
+  limits_resolve(policy->limits, v);
+  limits_plan(&rl, v, namespaces ? ns_clone_flags(false) : 0);
+  json_t *o = json_object();
+  for (int i = 1; i < CORRAL_LIMIT_COUNT; i++)
+    json_object_set_new(o, limits_json_key((corral_limit)i),
+                        json_string(limits_mechanism(&rl, (corral_limit)i)));
+  return o;
+}
+
 void cli_report_outcome(const corral_outcome *o) {
   bool say = o->message && (o->kind != CORRAL_KIND_SUCCESS &&
                             (o->kind != CORRAL_KIND_APPLICATION_FAILURE || !o->launched));
-  if (say)
+  static const char *const raise[] = {NULL, "--max-procs N", "--memory SIZE", "--cpu-time SECONDS",
+                                      "--max-file-size SIZE", "--max-open-files N"};
+  if (say && o->limit.present && o->limit.which > 0 && o->limit.which < CORRAL_LIMIT_COUNT)
+    fprintf(stderr, "corral: %s (raise it with %s)\n", o->message, raise[o->limit.which]);
+  else if (say)
     fprintf(stderr, "corral: %s\n", o->message);
 }

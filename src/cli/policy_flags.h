@@ -24,6 +24,11 @@ enum {
   PF_UNSANDBOXED,
   PF_BACKEND,
   PF_ALLOW_PROTECTED,
+  PF_MAX_PROCS, /* the limits, in corral_limit's order */
+  PF_MEMORY,
+  PF_CPU_TIME,
+  PF_MAX_FILE_SIZE,
+  PF_MAX_OPEN_FILES,
 };
 
 #define POLICY_FLAG_OPTIONS                                                                   \
@@ -51,7 +56,16 @@ enum {
       {"unsandboxed", NULL, PF_UNSANDBOXED,                                                   \
        "run without any sandbox; the outcome says enforcement is degraded"},                  \
       {"backend", "auto|linux|landlock", PF_BACKEND,                                          \
-       "which sandbox (default: auto: linux, or landlock where namespaces cannot be used)"}
+       "which sandbox (default: auto: linux, or landlock where namespaces cannot be used)"},  \
+      {"max-procs", "N|none", PF_MAX_PROCS,                                                   \
+       "processes and threads of the run at once (default: 4096)"},                           \
+      {"memory", "SIZE|none", PF_MEMORY,                                                      \
+       "resident memory of the whole run, e.g. 2G (default: half of this machine's)"},        \
+      {"cpu-time", "SECONDS|none", PF_CPU_TIME, "CPU time of the whole run (default: none)"}, \
+      {"max-file-size", "SIZE|none", PF_MAX_FILE_SIZE,                                        \
+       "size of any one file written (default: 8G)"},                                         \
+      {"max-open-files", "N|none", PF_MAX_OPEN_FILES,                                         \
+       "open files of each process (default: the caller's limit)"}
 
 struct policy_flags {
   const char *policy_file;
@@ -64,6 +78,8 @@ struct policy_flags {
   bool given;              /* any policy option was given (they beat a request's) */
   const char *unsandboxed_why; /* why there is no sandbox, when not --unsandboxed */
   int backend; /* 0 auto, 1 linux, 2 landlock */
+  int64_t limits[CORRAL_LIMIT_COUNT]; /* by corral_limit */
+  bool limit_given[CORRAL_LIMIT_COUNT];
 };
 
 /* Handles a PF_* id; returns 1 when the id is not a policy flag. */
@@ -108,6 +124,10 @@ int cli_sandbox_from_request(struct policy_flags *pf, const char *file, struct c
                              corral_request *req);
 /* Frees the sandbox and the flags. */
 void cli_sandbox_close(struct cli_sandbox *sb, struct policy_flags *pf);
+/* {"processes": "kernel (...)", ...}: what enforces each of the policy's
+ * limits under the linux adapter (namespaces) or the landlock one. */
+struct json_t;
+struct json_t *cli_limits_json(const corral_policy *policy, bool namespaces);
 /* Tells a person on stderr what the outcome's exit code alone does not say. */
 void cli_report_outcome(const corral_outcome *o);
 

@@ -13,11 +13,12 @@ run_as_user_if_asked() {
   cp "$CORRAL" "$bin/corral"; cp "$PROBE" "$bin/probe" 2>/dev/null
   cp "$here"/*.sh "$bin/security/"; cp "$here/../lib.sh" "$bin/"
   cp /bin/bash "$bin/suid-bash"; chmod 4755 "$bin/suid-bash"
+  [ -d "${SOURCE_ROOT:-}/src" ] && cp -r "$SOURCE_ROOT/src" "$SOURCE_ROOT/include" "$bin/"
   chmod -R a+rX "$bin"
   home=$(getent passwd "$TEST_USER" | cut -d: -f6)
   setpriv --reuid="$TEST_USER" --regid="$TEST_USER" --init-groups \
     env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$home" CORRAL="$bin/corral" \
-    PROBE="$bin/probe" SUID_BASH="$bin/suid-bash" SANDBOX_AS=inner \
+    PROBE="$bin/probe" SUID_BASH="$bin/suid-bash" SANDBOX_AS=inner SOURCE_ROOT="$bin" \
     bash "$bin/security/$file"
   rc=$?
   rm -rf "$bin"

@@ -1,0 +1,544 @@
+/*
+ * run_limits.c — defaults, parsing, and init's side of the limits (run_limits.h).
+ */
+#include "run_limits.h"
+
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <sys/resource.h>
+#include <sys/statfs.h>
+#include <sys/sysinfo.h>
+#include <sys/timerfd.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+
+#include "internal.h"
+#include "launch.h"
+
+#define KIB 1024LL
+#define MIB (1024LL * KIB)
+#define GIB (1024LL * MIB)
+
+/* Far above what a parallel build, a JVM or a Go test binary uses at once
+ * (hundreds), far below the 32,768 pids of a default kernel: a fork or
+ * thread bomb stops long before the host's pids run out. */
+#define DEFAULT_PROCESSES 4096
+/* Larger than any ordinary build output (a debug link of a very large
+ * program is a few GiB); a runaway writer stops there. */
+#define DEFAULT_FILE_SIZE (8 * GIB)
+
+/* ------------------------------------------------------------ defaults */
+
+/* A number from a small file of the caller's cgroup ("max": none). */
+static int64_t read_limit_file(const char *path) {
+  char buf[64];
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return 0;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0)
+    return 0;
+  buf[n] = '\0';
+  char *end;
+  long long v = strtoll(buf, &end, 10);
+  return end != buf && v > 0 ? (int64_t)v : 0;
+}
+
+/* The lowest memory limit on the way from the caller's cgroup to the root
+ * (v2 memory.max, v1 memory.limit_in_bytes), 0 when none. */
+static int64_t cgroup_memory_limit(void) {
+  FILE *f = fopen("/proc/self/cgroup", "re");
+  if (!f)
+    return 0;
+  char line[4096];
+  int64_t lowest = 0;
+  while (fgets(line, sizeof line, f)) {
+    line[strcspn(line, "\n")] = '\0';
+    char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+    if (!c2 || c2[1] != '/')
+      continue;
+    *c2 = '\0';
+    const char *controllers = c1 + 1, *file;
+    char base[64];
+    if (!*controllers) {
+      snprintf(base, sizeof base, "/sys/fs/cgroup");
+      file = "memory.max";
+    } else if (strstr(controllers, "memory")) {
+      snprintf(base, sizeof base, "/sys/fs/cgroup/memory");
+      file = "memory.limit_in_bytes";
+    } else {
+      continue;
+    }
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", c2 + 1);
+    for (;;) {
+      char path[8300];
+      snprintf(path, sizeof path, "%s%s/%s", base, strcmp(dir, "/") == 0 ? "" : dir, file);
+      int64_t v = read_limit_file(path);
+      /* v1 says "no limit" with a number near 2^63. */
+      if (v > 0 && v < (INT64_C(1) << 60) && (!lowest || v < lowest))
+        lowest = v;
+      char *slash = strrchr(dir, '/');
+      if (!slash || slash == dir)
+        break;
+      *slash = '\0';
+    }
+  }
+  fclose(f);
+  return lowest;
+}
+
+static int64_t memory_default;
+static pthread_once_t memory_once = PTHREAD_ONCE_INIT;
+
+/* Half of what this process may use (the machine's memory, or its
+ * cgroup's limit when lower): room for the agent and the rest of the
+ * host, while a JVM or a large link still fits. */
+static void find_memory_default(void) {
+  struct sysinfo si;
+  int64_t total = sysinfo(&si) == 0 ? (int64_t)si.totalram * si.mem_unit : 0;
+  int64_t cg = cgroup_memory_limit();
+  if (cg && (!total || cg < total))
+    total = cg;
+  memory_default = total ? total / 2 : 0;
+}
+
+int64_t limits_default(corral_limit which) {
+  switch (which) {
+  case CORRAL_LIMIT_PROCESSES:
+    return DEFAULT_PROCESSES;
+  case CORRAL_LIMIT_MEMORY:
+    pthread_once(&memory_once, find_memory_default);
+    return memory_default;
+  case CORRAL_LIMIT_FILE_SIZE:
+    return DEFAULT_FILE_SIZE;
+  default: /* CPU time: a deadline bounds a run's time already; open files: the caller's */
+    return 0;
+  }
+}
+
+void limits_resolve(const int64_t policy[CORRAL_LIMIT_COUNT], int64_t out[CORRAL_LIMIT_COUNT]) {
+  out[0] = 0;
+  for (int i = 1; i < CORRAL_LIMIT_COUNT; i++)
+    out[i] = policy[i] == CORRAL_LIMIT_NONE      ? 0
+             : policy[i] == CORRAL_LIMIT_DEFAULT ? limits_default((corral_limit)i)
+                                                 : policy[i];
+}
+
+/* ------------------------------------------------------------- words */
+
+int limits_parse(corral_limit which, const char *text, int64_t *out, const char **why) {
+  if (strcmp(text, "none") == 0) {
+    *out = CORRAL_LIMIT_NONE;
+    return 0;
+  }
+  if (strcmp(text, "default") == 0) {
+    *out = CORRAL_LIMIT_DEFAULT;
+    return 0;
+  }
+  char *end;
+  errno = 0;
+  if (which == CORRAL_LIMIT_CPU_TIME) {
+    double s = strtod(text, &end);
+    if (end == text || *end || errno || !(s > 0 && s <= 1e9)) {
+      *why = "expected a positive number of seconds, or `none`";
+      return -EINVAL;
+    }
+    int64_t ms = (int64_t)(s * 1000);
+    *out = (double)ms < s * 1000 ? ms + 1 : ms; /* up to a whole millisecond */
+    return 0;
+  }
+  if (text[0] < '0' || text[0] > '9') {
+    *why = which == CORRAL_LIMIT_MEMORY || which == CORRAL_LIMIT_FILE_SIZE
+               ? "expected a size (512M, 2G, bytes), or `none`"
+               : "expected a positive whole number, or `none`";
+    return -EINVAL;
+  }
+  unsigned long long v = strtoull(text, &end, 10);
+  long long unit = 1;
+  if (which == CORRAL_LIMIT_MEMORY || which == CORRAL_LIMIT_FILE_SIZE) {
+    static const char units[] = "KMGT";
+    const char *u = *end ? strchr(units, *end & ~0x20) : NULL;
+    if (u) {
+      for (const char *p = units; p <= u; p++)
+        unit *= 1024;
+      end++;
+      if (strcmp(end, "iB") == 0 || strcmp(end, "B") == 0)
+        end += strlen(end);
+    }
+  }
+  if (*end || errno || v == 0 || v > (unsigned long long)(INT64_MAX / unit) ||
+      (which != CORRAL_LIMIT_MEMORY && which != CORRAL_LIMIT_FILE_SIZE && v > INT32_MAX)) {
+    *why = which == CORRAL_LIMIT_MEMORY || which == CORRAL_LIMIT_FILE_SIZE
+               ? "expected a size (512M, 2G, bytes), or `none`"
+               : "expected a positive whole number, or `none`";
+    return -EINVAL;
+  }
+  *out = (int64_t)v * unit;
+  return 0;
+}
+
+const char *limits_format(corral_limit which, int64_t v, char *buf, size_t size) {
+  if (which == CORRAL_LIMIT_CPU_TIME)
+    snprintf(buf, size, "%.3g s", (double)v / 1000);
+  else if ((which == CORRAL_LIMIT_MEMORY || which == CORRAL_LIMIT_FILE_SIZE) && v >= GIB)
+    snprintf(buf, size, "%.1f GiB", (double)v / (double)GIB);
+  else if (which == CORRAL_LIMIT_MEMORY || which == CORRAL_LIMIT_FILE_SIZE)
+    snprintf(buf, size, "%.1f MiB", (double)v / (double)MIB);
+  else
+    snprintf(buf, size, "%" PRId64, v);
+  return buf;
+}
+
+void run_limits_words(const corral_limit_hit *hit, char *value, size_t vsize, char *seen,
+                      size_t ssize) {
+  limits_format(hit->which, hit->value, value, vsize);
+  limits_format(hit->which, hit->observed, seen, ssize);
+}
+
+/* ------------------------------------------------------------- plans */
+
+/* pid_max belongs to each pid namespace from Linux 6.14 on.  Before, the
+ * file is the host's, which a root caller's init could write: never
+ * written there. */
+static bool pid_max_namespaced(void) {
+  struct utsname u;
+  int major = 0, minor = 0;
+  if (uname(&u) < 0 || sscanf(u.release, "%d.%d", &major, &minor) != 2)
+    return false;
+  return major > 6 || (major == 6 && minor >= 14);
+}
+
+void limits_plan(struct run_limits *rl, const int64_t v[CORRAL_LIMIT_COUNT],
+                 unsigned long clone_flags) {
+  memset(rl, 0, sizeof *rl);
+  memcpy(rl->v, v, sizeof rl->v);
+  bool pid_ns = clone_flags & CLONE_NEWPID, user_ns = clone_flags & CLONE_NEWUSER;
+  rl->pid_max = pid_ns && v[CORRAL_LIMIT_PROCESSES] && pid_max_namespaced();
+  /* Outside a user namespace RLIMIT_NPROC counts every process of the
+   * caller's on the host, not the run's. */
+  rl->nproc = user_ns && getuid() != 0 && v[CORRAL_LIMIT_PROCESSES];
+  rl->own_shm = pid_ns;
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  rl->ncpu = n > 0 ? (int)n : 1;
+  rl->clk_tck = sysconf(_SC_CLK_TCK);
+  if (rl->clk_tck <= 0)
+    rl->clk_tck = 100;
+  rl->page_size = sysconf(_SC_PAGESIZE);
+}
+
+const char *limits_mechanism(const struct run_limits *rl, corral_limit which) {
+  if (!rl->v[which])
+    return "none";
+  switch (which) {
+  case CORRAL_LIMIT_PROCESSES:
+    return rl->pid_max && rl->nproc ? "kernel (pid namespace's pid_max, RLIMIT_NPROC)"
+           : rl->pid_max            ? "kernel (pid namespace's pid_max)"
+           : rl->nproc              ? "kernel (RLIMIT_NPROC in the user namespace)"
+                                    : "corral's watch of the run's processes";
+  case CORRAL_LIMIT_MEMORY:
+    return "corral's watch of the run's resident memory";
+  case CORRAL_LIMIT_CPU_TIME:
+    return "kernel (RLIMIT_CPU, each process) and corral's watch (the whole run)";
+  case CORRAL_LIMIT_FILE_SIZE:
+    return "kernel (RLIMIT_FSIZE)";
+  case CORRAL_LIMIT_OPEN_FILES:
+    return "kernel (RLIMIT_NOFILE)";
+  }
+  return "none";
+}
+
+/* ------------------------------------------------------ inside init */
+
+static int write_small(const char *path, int64_t value) {
+  char buf[32];
+  int n = snprintf(buf, sizeof buf, "%" PRId64 "\n", value);
+  int fd = open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  ssize_t w = write(fd, buf, (size_t)n);
+  int e = errno;
+  close(fd);
+  errno = e;
+  return w == n ? 0 : -1;
+}
+
+/* The lowest pid_max the kernel takes (RESERVED_PIDS + 1). */
+#define PID_MAX_MIN 301
+
+int limits_init_apply(const struct run_limits *rl, int report_fd) {
+  /* The host's OOM killer takes the run's processes before anything of the
+   * host's (the agent among them).  Raising one's own score needs no
+   * privilege; a command that lowers it again only undoes this. */
+  write_small("/proc/self/oom_score_adj", 1000);
+  /* Init and its helpers (gone before the command starts, but their pids may be
+   * taken still) are not the command's; the command gets the rest.  Below the kernel's
+   * minimum, RLIMIT_NPROC or the watch holds the exact number. */
+  if (rl->pid_max) {
+    int64_t want = rl->v[CORRAL_LIMIT_PROCESSES] + 3;
+    if (want < PID_MAX_MIN)
+      want = PID_MAX_MIN;
+    if (want < 4194304 && write_small("/proc/sys/kernel/pid_max", want) < 0 && errno != EROFS &&
+        errno != EACCES && errno != EPERM) {
+      report_write(report_fd, REPORT_SETUP_FAILED, errno, 0,
+                   "limits: the pid namespace's pid_max");
+      return -1;
+    }
+  }
+  return 0;
+}
+
+static void set_limit(int resource, rlim_t value, rlim_t hard_extra) {
+  struct rlimit cur, want;
+  if (getrlimit(resource, &cur) < 0)
+    return;
+  want.rlim_cur = value;
+  want.rlim_max = value + hard_extra;
+  /* Never above what the caller has: raising needs a privilege. */
+  if (cur.rlim_max != RLIM_INFINITY && want.rlim_max > cur.rlim_max)
+    want.rlim_max = cur.rlim_max;
+  if (want.rlim_cur > want.rlim_max)
+    want.rlim_cur = want.rlim_max;
+  setrlimit(resource, &want);
+}
+
+void limits_init_nproc(const struct run_limits *rl) {
+  /* Init is counted too: it shares the command's user in the namespace. */
+  if (rl->nproc)
+    set_limit(RLIMIT_NPROC, (rlim_t)rl->v[CORRAL_LIMIT_PROCESSES] + 1, 0);
+}
+
+void limits_command_apply(const struct run_limits *rl) {
+  const int64_t *v = rl->v;
+  if (v[CORRAL_LIMIT_FILE_SIZE])
+    set_limit(RLIMIT_FSIZE, (rlim_t)v[CORRAL_LIMIT_FILE_SIZE], 0);
+  if (v[CORRAL_LIMIT_OPEN_FILES])
+    set_limit(RLIMIT_NOFILE, (rlim_t)v[CORRAL_LIMIT_OPEN_FILES], 0);
+  /* SIGXCPU at the limit, SIGKILL a second later (one process alone). */
+  if (v[CORRAL_LIMIT_CPU_TIME])
+    set_limit(RLIMIT_CPU, (rlim_t)((v[CORRAL_LIMIT_CPU_TIME] + 999) / 1000), 1);
+}
+
+/* MemAvailable, the kernel's estimate of what can still be had without
+ * swapping; 0 when unknown. */
+static int64_t available_memory(void) {
+  char buf[4096];
+  int fd = open("/proc/meminfo", O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return 0;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0)
+    return 0;
+  buf[n] = '\0';
+  const char *line = strstr(buf, "MemAvailable:");
+  return line ? strtoll(line + 13, NULL, 10) * 1024 : 0;
+}
+
+int limits_watch_start(struct limits_watch *w, const struct run_limits *rl, int report_fd) {
+  memset(w, 0, sizeof *w);
+  w->rl = rl;
+  w->timer_fd = w->proc_fd = -1;
+  const int64_t *v = rl->v;
+  if (!v[CORRAL_LIMIT_PROCESSES] && !v[CORRAL_LIMIT_MEMORY] && !v[CORRAL_LIMIT_CPU_TIME])
+    return 0;
+  w->proc_fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  w->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+  if (w->proc_fd < 0 || w->timer_fd < 0) {
+    report_write(report_fd, REPORT_SETUP_FAILED, errno, 0, "limits: watching the run");
+    return -1;
+  }
+  if (v[CORRAL_LIMIT_MEMORY])
+    w->available_at_start = available_memory();
+  struct itimerspec its = {.it_value = {0, 20 * 1000000L}};
+  timerfd_settime(w->timer_fd, 0, &its, NULL);
+  return 0;
+}
+
+struct sample {
+  int64_t tasks, memory, cpu_ticks, shm;
+};
+
+/* Is the run's pid space full right now?  A process that cannot start a
+ * child is the fact: a fork bomb churning below the cap (its processes
+ * die as fast as new ones start) never shows the cap to a count.  Init
+ * carries the same RLIMIT_NPROC as the command for this. */
+static int probe_child(void *arg) {
+  (void)arg;
+  _exit(0);
+}
+static char probe_stack[16 * 1024] __attribute__((aligned(16)));
+
+static bool pids_exhausted(void) {
+  pid_t p = clone(probe_child, probe_stack + sizeof probe_stack, CLONE_VM | CLONE_VFORK | SIGCHLD,
+                  NULL);
+  if (p < 0)
+    return errno == EAGAIN;
+  waitpid(p, NULL, __WALL);
+  return false;
+}
+
+/* /proc/PID/stat: fields after the command name, which may hold spaces
+ * and parentheses (so the last ')' ends it). */
+static void add_process(int proc_fd, pid_t pid, struct sample *s, long page_size) {
+  char path[32], buf[1024];
+  snprintf(path, sizeof path, "%d/stat", (int)pid);
+  int fd = openat(proc_fd, path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0)
+    return;
+  buf[n] = '\0';
+  char *p = strrchr(buf, ')');
+  if (!p)
+    return;
+  p++;
+  /* Field 3 is the state; 14-17 utime stime cutime cstime; 20 threads; 24 rss. */
+  long long f[25] = {0};
+  for (int i = 3; i <= 24 && *p; i++) {
+    while (*p == ' ')
+      p++;
+    char *end;
+    f[i] = i == 3 ? 0 : strtoll(p, &end, 10);
+    while (*p && *p != ' ')
+      p++;
+  }
+  s->tasks += f[20] > 0 ? f[20] : 1;
+  s->cpu_ticks += f[14] + f[15] + f[16] + f[17];
+  if (f[24] > 0)
+    s->memory += f[24] * page_size;
+}
+
+static int64_t rusage_ms(const struct rusage *ru) {
+  return (int64_t)(ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) * 1000 +
+         (ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) / 1000;
+}
+
+/* How fast memory can grow, for the next look (touching fresh pages). */
+#define MEMORY_RATE_PER_MS (4 * MIB)
+#define TICK_MIN_MS 10
+/* With the kernel capping processes, nothing but memory and CPU time is
+ * urgent; the watch alone must catch a fork bomb sooner. */
+#define TICK_MAX_MS 500
+#define TICK_MAX_UNCAPPED_MS 100
+
+/* The process limit, from a count of processes (n, before their threads
+ * are read: a fork bomb is ended without reading thousands of files) or of
+ * tasks.  With the kernel holding the cap, the count may stay below it
+ * while the pid space is full: then a probe says so. */
+static bool processes_crossed(const struct limits_watch *w, int64_t count) {
+  int64_t max = w->rl->v[CORRAL_LIMIT_PROCESSES];
+  return max && (count >= max ||
+                 ((w->rl->pid_max || w->rl->nproc) && count >= max / 4 && pids_exhausted()));
+}
+
+static void crossed(struct limits_watch *w, corral_limit which, int64_t observed) {
+  w->hit = which;
+  w->observed = observed;
+}
+
+void limits_watch_tick(struct limits_watch *w, const pid_t *pids, size_t n) {
+  const struct run_limits *rl = w->rl;
+  const int64_t *v = rl->v;
+  uint64_t expirations;
+  if (w->hit || (read(w->timer_fd, &expirations, sizeof expirations) < 0 && errno != EAGAIN))
+    return;
+  if (processes_crossed(w, (int64_t)n)) {
+    crossed(w, CORRAL_LIMIT_PROCESSES, (int64_t)n);
+    return;
+  }
+  struct sample s = {0};
+  for (size_t i = 0; i < n; i++)
+    add_process(w->proc_fd, pids[i], &s, rl->page_size);
+  if (s.tasks > w->peak_tasks)
+    w->peak_tasks = s.tasks;
+  if (s.tasks > (int64_t)n && processes_crossed(w, s.tasks)) {
+    crossed(w, CORRAL_LIMIT_PROCESSES, s.tasks);
+    return;
+  }
+  struct statfs sf;
+  if (rl->own_shm && statfs("/dev/shm", &sf) == 0)
+    s.shm = (int64_t)(sf.f_blocks - sf.f_bfree) * sf.f_bsize;
+  s.memory += s.shm;
+  if (s.memory > w->peak_memory)
+    w->peak_memory = s.memory;
+  /* The sum of resident sizes counts a page that several processes share
+   * after a fork in each of them: with more than one, it is only an upper
+   * bound.  The machine's loss of available memory since the run began is
+   * another; the run is ended only when both are past the limit.  (The
+   * exact share, /proc/PID/smaps_rollup, waits for the process's memory
+   * lock, which a command can hold: init never reads it.) */
+  if (v[CORRAL_LIMIT_MEMORY] && s.memory > v[CORRAL_LIMIT_MEMORY] && n > 1) {
+    int64_t now = available_memory(), lost = w->available_at_start - now;
+    if (now && w->available_at_start && lost < s.memory)
+      s.memory = lost > 0 ? lost : 0;
+  }
+  struct rusage ru;
+  int64_t cpu = s.cpu_ticks * 1000 / rl->clk_tck;
+  if (getrusage(RUSAGE_CHILDREN, &ru) == 0)
+    cpu += rusage_ms(&ru);
+  w->last_cpu_ms = cpu;
+  if (v[CORRAL_LIMIT_MEMORY] && s.memory > v[CORRAL_LIMIT_MEMORY])
+    return crossed(w, CORRAL_LIMIT_MEMORY, s.memory);
+  if (v[CORRAL_LIMIT_CPU_TIME] && cpu > v[CORRAL_LIMIT_CPU_TIME])
+    return crossed(w, CORRAL_LIMIT_CPU_TIME, cpu);
+  /* The next look comes before the nearest limit could have been reached. */
+  int64_t next = rl->pid_max || rl->nproc || !v[CORRAL_LIMIT_PROCESSES] ? TICK_MAX_MS
+                                                                        : TICK_MAX_UNCAPPED_MS;
+  if (v[CORRAL_LIMIT_MEMORY]) {
+    int64_t ms = (v[CORRAL_LIMIT_MEMORY] - s.memory) / MEMORY_RATE_PER_MS;
+    if (ms < next)
+      next = ms;
+  }
+  if (v[CORRAL_LIMIT_CPU_TIME]) {
+    int64_t ms = (v[CORRAL_LIMIT_CPU_TIME] - cpu) / rl->ncpu;
+    if (ms < next)
+      next = ms;
+  }
+  if (next < TICK_MIN_MS)
+    next = TICK_MIN_MS;
+  struct itimerspec its = {.it_value = {next / 1000, (next % 1000) * 1000000L}};
+  timerfd_settime(w->timer_fd, 0, &its, NULL);
+}
+
+void limits_watch_reaped(struct limits_watch *w, int status) {
+  if (w->hit || !WIFSIGNALED(status))
+    return;
+  int sig = WTERMSIG(status);
+  if (sig == SIGXFSZ && w->rl->v[CORRAL_LIMIT_FILE_SIZE])
+    w->hit = CORRAL_LIMIT_FILE_SIZE, w->observed = w->rl->v[CORRAL_LIMIT_FILE_SIZE];
+  else if (sig == SIGXCPU && w->rl->v[CORRAL_LIMIT_CPU_TIME])
+    w->hit = CORRAL_LIMIT_CPU_TIME, w->observed = w->rl->v[CORRAL_LIMIT_CPU_TIME];
+}
+
+void limits_report(struct limits_watch *w, int report_fd) {
+  char text[96];
+  if (w->hit) {
+    snprintf(text, sizeof text, "%" PRId64 " %" PRId64, w->rl->v[w->hit], w->observed);
+    report_write(report_fd, REPORT_LIMIT, (int)w->hit, 0, text);
+  }
+  /* Every process is reaped now: the children's usage is the run's. */
+  struct rusage ru;
+  int64_t cpu = w->last_cpu_ms, peak = w->peak_memory;
+  if (getrusage(RUSAGE_CHILDREN, &ru) == 0) {
+    if (rusage_ms(&ru) > cpu)
+      cpu = rusage_ms(&ru);
+    if ((int64_t)ru.ru_maxrss * 1024 > peak)
+      peak = (int64_t)ru.ru_maxrss * 1024;
+  }
+  snprintf(text, sizeof text, "%" PRId64 " %" PRId64 " %" PRId64, peak, cpu,
+           w->peak_tasks ? w->peak_tasks : 1);
+  report_write(report_fd, REPORT_USAGE, 0, 0, text);
+  if (w->timer_fd >= 0)
+    close(w->timer_fd);
+  if (w->proc_fd >= 0)
+    close(w->proc_fd);
+  w->timer_fd = w->proc_fd = -1;
+}
