@@ -740,6 +740,7 @@ static _Noreturn void init_main(const launch_plan *plan, int stdio[3], int repor
   close(0), close(1), close(2);
 
   /* sync 4: supervise. */
+  size_t ntree = 0; /* the run's processes in tree_pids, for the limits' watch */
   for (;;) {
     struct signalfd_siginfo si;
     struct pollfd pfd[3] = {{.fd = sfd, .events = POLLIN},
@@ -749,8 +750,11 @@ static _Noreturn void init_main(const launch_plan *plan, int stdio[3], int repor
       terminate_tree(&st, sfd, report_fd);
     if (pfd[1].revents && check_protected(&st, report_fd))
       finish(&st, report_fd, true); /* no grace: stopped at once */
-    if (pfd[2].revents)
-      limits_watch_tick(&st.limits, tree_pids, list_tree(&st));
+    if (pfd[2].revents) {
+      if (limits_watch_rescan(&st.limits))
+        ntree = list_tree(&st);
+      limits_watch_tick(&st.limits, tree_pids, ntree);
+    }
     if (st.limits.hit)
       finish(&st, report_fd, true); /* a limit crossed: no grace either */
     if (!(pfd[0].revents & POLLIN))

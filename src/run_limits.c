@@ -343,11 +343,14 @@ static int64_t available_memory(void) {
 int limits_watch_start(struct limits_watch *w, const struct run_limits *rl, int report_fd) {
   memset(w, 0, sizeof *w);
   w->rl = rl;
-  w->timer_fd = w->proc_fd = -1;
+  w->timer_fd = w->proc_fd = w->loadavg_fd = -1;
   const int64_t *v = rl->v;
   if (!v[CORRAL_LIMIT_PROCESSES] && !v[CORRAL_LIMIT_MEMORY] && !v[CORRAL_LIMIT_CPU_TIME])
     return 0;
   w->proc_fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  /* Outside a pid namespace the last pid is the host's: no use. */
+  w->loadavg_fd = getpid() == 1 ? open("/proc/loadavg", O_RDONLY | O_CLOEXEC) : -1;
+  w->last_pid = -1;
   w->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
   if (w->proc_fd < 0 || w->timer_fd < 0) {
     report_write(report_fd, REPORT_SETUP_FAILED, errno, 0, "limits: watching the run");
@@ -383,22 +386,47 @@ static bool pids_exhausted(void) {
   return false;
 }
 
+/* The stat files of the first processes stay open between looks (a read
+ * at offset 0 makes a fresh one): an idle run's look opens nothing. */
+#define CACHED_STATS 256
+static int stat_fd[CACHED_STATS];
+static pid_t stat_pid[CACHED_STATS];
+
+static void stat_cache_reset(void) {
+  for (size_t i = 0; i < CACHED_STATS; i++) {
+    if (stat_pid[i] > 0)
+      close(stat_fd[i]);
+    stat_pid[i] = 0;
+  }
+}
+
 /* /proc/PID/stat: fields after the command name, which may hold spaces
- * and parentheses (so the last ')' ends it). */
-static void add_process(int proc_fd, pid_t pid, struct sample *s, long page_size) {
+ * and parentheses (so the last ')' ends it).  false: the process is gone
+ * (a cached file of a reaped process says ESRCH, also when its pid has
+ * been taken again). */
+static bool add_process(int proc_fd, size_t slot, pid_t pid, struct sample *s, long page_size) {
   char path[32], buf[1024];
-  snprintf(path, sizeof path, "%d/stat", (int)pid);
-  int fd = openat(proc_fd, path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return;
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
+  int fd = slot < CACHED_STATS && stat_pid[slot] == pid ? stat_fd[slot] : -1;
+  if (fd < 0) {
+    snprintf(path, sizeof path, "%d/stat", (int)pid);
+    if ((fd = openat(proc_fd, path, O_RDONLY | O_CLOEXEC)) < 0)
+      return false;
+    if (slot < CACHED_STATS) {
+      if (stat_pid[slot] > 0)
+        close(stat_fd[slot]);
+      stat_fd[slot] = fd;
+      stat_pid[slot] = pid;
+    }
+  }
+  ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+  if (slot >= CACHED_STATS)
+    close(fd);
   if (n <= 0)
-    return;
+    return false;
   buf[n] = '\0';
   char *p = strrchr(buf, ')');
   if (!p)
-    return;
+    return true;
   p++;
   /* Field 3 is the state; 14-17 utime stime cutime cstime; 20 threads; 24 rss. */
   long long f[25] = {0};
@@ -414,6 +442,28 @@ static void add_process(int proc_fd, pid_t pid, struct sample *s, long page_size
   s->cpu_ticks += f[14] + f[15] + f[16] + f[17];
   if (f[24] > 0)
     s->memory += f[24] * page_size;
+  return true;
+}
+
+/* The last pid the namespace handed out, from /proc/loadavg as init reads
+ * it (its own pid namespace's): unchanged, nothing was started since the
+ * last look, and the list of processes can be kept.  -1 when unknown. */
+static long last_pid(int fd) {
+  char buf[128];
+  ssize_t n = fd >= 0 ? pread(fd, buf, sizeof buf - 1, 0) : -1;
+  if (n <= 0)
+    return -1;
+  buf[n] = '\0';
+  const char *sp = strrchr(buf, ' ');
+  return sp ? strtol(sp + 1, NULL, 10) : -1;
+}
+
+bool limits_watch_rescan(struct limits_watch *w) {
+  long last = last_pid(w->loadavg_fd);
+  bool again = w->rescan || last < 0 || last != w->last_pid;
+  w->last_pid = last;
+  w->rescan = false;
+  return again;
 }
 
 static int64_t rusage_ms(const struct rusage *ru) {
@@ -421,12 +471,13 @@ static int64_t rusage_ms(const struct rusage *ru) {
          (ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) / 1000;
 }
 
-/* How fast memory can grow, for the next look (touching fresh pages). */
-#define MEMORY_RATE_PER_MS (4 * MIB)
+/* How fast memory can grow, for the next look: fresh pages touched on
+ * two CPUs. */
+#define MEMORY_RATE_PER_MS (8 * MIB)
 #define TICK_MIN_MS 10
 /* With the kernel capping processes, nothing but memory and CPU time is
  * urgent; the watch alone must catch a fork bomb sooner. */
-#define TICK_MAX_MS 500
+#define TICK_MAX_MS 1000
 #define TICK_MAX_UNCAPPED_MS 100
 
 /* The process limit, from a count of processes (n, before their threads
@@ -456,7 +507,8 @@ void limits_watch_tick(struct limits_watch *w, const pid_t *pids, size_t n) {
   }
   struct sample s = {0};
   for (size_t i = 0; i < n; i++)
-    add_process(w->proc_fd, pids[i], &s, rl->page_size);
+    if (!add_process(w->proc_fd, i, pids[i], &s, rl->page_size))
+      w->rescan = true; /* one went: the next look lists them again */
   if (s.tasks > w->peak_tasks)
     w->peak_tasks = s.tasks;
   if (s.tasks > (int64_t)n && processes_crossed(w, s.tasks)) {
@@ -540,5 +592,8 @@ void limits_report(struct limits_watch *w, int report_fd) {
     close(w->timer_fd);
   if (w->proc_fd >= 0)
     close(w->proc_fd);
-  w->timer_fd = w->proc_fd = -1;
+  if (w->loadavg_fd >= 0)
+    close(w->loadavg_fd);
+  stat_cache_reset();
+  w->timer_fd = w->proc_fd = w->loadavg_fd = -1;
 }

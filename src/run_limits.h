@@ -76,6 +76,9 @@ struct limits_watch {
   const struct run_limits *rl;
   int timer_fd;  /* -1 when nothing is watched */
   int proc_fd;   /* /proc as init sees it */
+  int loadavg_fd; /* its /proc/loadavg (in a pid namespace), or -1 */
+  long last_pid;  /* the namespace's last pid at the last look */
+  bool rescan;    /* a process went: list them again */
   int64_t peak_memory, peak_tasks, last_cpu_ms;
   corral_limit hit; /* 0 until a limit is crossed */
   int64_t observed;
@@ -84,6 +87,9 @@ struct limits_watch {
 
 /* Opens the timer (when a limit needs watching).  0, or -1 after reporting. */
 int limits_watch_start(struct limits_watch *w, const struct run_limits *rl, int report_fd);
+/* Must the run's processes be listed again before the next look (some
+ * started, or one went)?  The first time, always. */
+bool limits_watch_rescan(struct limits_watch *w);
 /* One look at the run's processes (pids[0..n), init not among them): the
  * peaks, and w->hit when a limit is crossed; re-arms the timer. */
 void limits_watch_tick(struct limits_watch *w, const pid_t *pids, size_t n);

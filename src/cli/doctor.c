@@ -152,8 +152,8 @@ int cmd_doctor(int argc, char **argv) {
   bool ok = enforces(ad, def);
   json_object_set_new(def, "enforced", json_boolean(ok));
   /* The limits of the default policy, and what holds each on this machine
-   * (cgroups are not used: the kernel's per-namespace limits and corral's
-   * watch need no delegated cgroup, so every caller gets the same). */
+   * (no cgroup: the kernel's per-namespace limits and init's watch need
+   * none, so every caller gets the same). */
   json_t *limits = json_object();
   int64_t lv[CORRAL_LIMIT_COUNT];
   limits_resolve(policy->limits, lv);

@@ -206,6 +206,14 @@ func outcomes(ws string) {
 	check("denied", r.outcome.Denial != nil && r.outcome.Denial.Capability.Kind == "protected_metadata",
 		"denial %+v", r.outcome.Denial)
 
+	// A run ended at a limit: a denial zero's decoder and rules accept.
+	r = run(request(ws, "dd", "if=/dev/zero", "of=big", "bs=1M", "count=20"), "--max-file-size", "1M")
+	expectKind("limit", r, "denied", "enforcement_denied")
+	check("limit", r.outcome.Denial != nil && r.outcome.Denial.Capability.Kind == "process_spawn" &&
+		r.outcome.Denial.Capability.Scope == "file_size" && r.outcome.Denial.Recoverable &&
+		r.outcome.Denial.NextAction == "change_command", "denial %+v", r.outcome.Denial)
+	os.Remove(filepath.Join(ws, "big"))
+
 	policy := filepath.Join(scratch, "too-many.json")
 	var deny []string
 	for i := 0; i < 1100; i++ {

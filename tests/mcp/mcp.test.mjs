@@ -29,7 +29,7 @@ before(async () => {
   client = new Client({ name: "corral-tests", version: "1.0.0" });
   const transport = new StdioClientTransport({
     command: CORRAL,
-    args: ["mcp", "--workspace", ws],
+    args: ["mcp", "--workspace", ws, "--memory", "512M"],
     cwd: ws,
     stderr: "inherit",
   });
@@ -174,6 +174,20 @@ test("a sandbox denial is structured, not text", async () => {
   assert.equal(o.denial.capability.kind, "protected_metadata");
   assert.equal(o.denial.capability.scope, join(ws, ".agents"));
   assert.equal(existsSync(join(ws, ".agents")), false);
+});
+
+test("a run ended at a limit says so in plain words, and structured", async () => {
+  const hog = "python3 -c 'b = b\"x\" * (1 << 30); import time; time.sleep(30)'";
+  const r = await call("exec_command", { cmd: hog, yield_time_ms: 10000 });
+  const o = r.structuredContent.outcome;
+  assert.equal(o.state, "denied");
+  assert.equal(o.kind, "enforcement_denied");
+  assert.equal(o.limit.name, "memory");
+  assert.equal(o.limit.value, 512 * 1024 * 1024);
+  assert.ok(o.limit.observed > o.limit.value);
+  assert.equal(o.denial.capability.kind, "process_spawn");
+  assert.match(r.content[0].text, /Denied by the sandbox: the memory limit \(512\.0 MiB\) was crossed/);
+  assert.equal(r.structuredContent.exitCode, 125);
 });
 
 test("output over the budget keeps head and tail", async () => {

@@ -142,6 +142,19 @@ out=$(cr --json --timeout 2 -- sh -c 'yes flood' | python3 -c '
 import sys,json; d=json.load(sys.stdin); print(len(d["stdout"]), d["truncated"]["stdout"], d["outcome"]["kind"])')
 expect_eq "1048576 True timed_out" "$out"
 
+# Exhaust the host: a fork bomb and a memory hog, with no timeout, are ended
+# by their limits (limits.sh has the rest), and nothing of them is left.
+case_ "exhaust the host: a fork bomb"
+out=$(timeout 60 "$CORRAL" run --json -- bash -c ':(){ :|:& };:; sleep 300 # esc-bomb' 2>/dev/null |
+  json_get outcome.limit.name)
+expect_eq processes "$out"
+sleep 0.5; pgrep -f esc-bomb >/dev/null && fail "survived" || pass
+case_ "exhaust the host: memory"
+out=$(timeout 60 "$CORRAL" run --json --memory 256M -- python3 -c 'b = b"x" * (1 << 30); import time; time.sleep(300) # esc-hog' 2>/dev/null |
+  json_get outcome.limit.name)
+expect_eq memory "$out"
+pgrep -f esc-hog >/dev/null && fail "survived" || pass
+
 # Create a protected metadata directory through rename and through a symlink.
 case_ "protected metadata through rename"
 mkdir "$ws/staging"

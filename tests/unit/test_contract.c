@@ -1,4 +1,5 @@
 /* Validation rules of the execution contract, each checked both ways. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,6 +9,8 @@
 #include <string.h>
 
 #include "corral.h"
+#include "launch.h"
+#include "run_limits.h"
 
 static void valid_request(corral_request *r) {
   corral_request_init(r);
@@ -206,11 +209,96 @@ static void test_exit_codes(void **state) {
   assert_int_equal(corral_outcome_exit_code(&o), 143);
 }
 
+/* A limit as a person writes it: each unit, and what is refused. */
+static void test_limits_parse(void **state) {
+  (void)state;
+  int64_t v;
+  const char *why = NULL;
+  assert_int_equal(limits_parse(CORRAL_LIMIT_MEMORY, "512M", &v, &why), 0);
+  assert_int_equal(v, 512LL << 20);
+  assert_int_equal(limits_parse(CORRAL_LIMIT_MEMORY, "2GiB", &v, &why), 0);
+  assert_int_equal(v, 2LL << 30);
+  assert_int_equal(limits_parse(CORRAL_LIMIT_FILE_SIZE, "4096", &v, &why), 0);
+  assert_int_equal(v, 4096);
+  assert_int_equal(limits_parse(CORRAL_LIMIT_CPU_TIME, "1.5", &v, &why), 0);
+  assert_int_equal(v, 1500);
+  assert_int_equal(limits_parse(CORRAL_LIMIT_CPU_TIME, "0.0001", &v, &why), 0);
+  assert_int_equal(v, 1); /* up to a whole millisecond, never 0 (= default) */
+  assert_int_equal(limits_parse(CORRAL_LIMIT_PROCESSES, "none", &v, &why), 0);
+  assert_int_equal(v, CORRAL_LIMIT_NONE);
+  assert_int_equal(limits_parse(CORRAL_LIMIT_PROCESSES, "default", &v, &why), 0);
+  assert_int_equal(v, CORRAL_LIMIT_DEFAULT);
+  const char *bad[] = {"0", "-5", "lots", "12Q", "", "1.5", "99999999999", " 7"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+    assert_int_equal(limits_parse(CORRAL_LIMIT_PROCESSES, bad[i], &v, &why), -EINVAL);
+  assert_int_equal(limits_parse(CORRAL_LIMIT_MEMORY, "99999999999T", &v, &why), -EINVAL);
+  assert_int_equal(limits_parse(CORRAL_LIMIT_CPU_TIME, "nan", &v, &why), -EINVAL);
+  assert_int_equal(limits_parse(CORRAL_LIMIT_CPU_TIME, "inf", &v, &why), -EINVAL);
+}
+
+/* limit and usage survive the codec (copies go through it). */
+static void test_limit_round_trip(void **state) {
+  (void)state;
+  corral_outcome o, back;
+  corral_outcome_init(&o);
+  o.state = CORRAL_STATE_DENIED;
+  o.kind = CORRAL_KIND_ENFORCEMENT_DENIED;
+  o.limit = (corral_limit_hit){true, CORRAL_LIMIT_MEMORY, 1LL << 33, (1LL << 33) + 5};
+  o.usage = (corral_usage){true, 123456789012LL, 42, 7};
+  char *json = corral_outcome_to_json(&o);
+  assert_non_null(strstr(json, "\"limit\":{\"name\":\"memory\""));
+  assert_int_equal(corral_outcome_from_json(json, strlen(json), &back, NULL), 0);
+  assert_true(back.limit.present && back.limit.which == CORRAL_LIMIT_MEMORY);
+  assert_int_equal(back.limit.value, 1LL << 33);
+  assert_int_equal(back.limit.observed, (1LL << 33) + 5);
+  assert_int_equal(back.usage.peak_memory_bytes, 123456789012LL);
+  assert_int_equal(back.usage.cpu_time_ms, 42);
+  assert_int_equal(back.usage.peak_processes, 7);
+  free(json);
+  corral_outcome_free(&back);
+  corral_error err = {0};
+  const char *wrong = "{\"state\":\"denied\",\"kind\":\"enforcement_denied\",\"limit\":{\"name\":\"disk\"}}";
+  assert_int_equal(corral_outcome_from_json(wrong, strlen(wrong), &back, &err), CORRAL_EBADJSON);
+  assert_non_null(strstr(err.message, "limit.name"));
+  corral_outcome_free(&back);
+}
+
+/* The report's limit and usage records are init's, yet read strictly. */
+static void test_limit_records(void **state) {
+  (void)state;
+  struct report_record rec[2];
+  memset(rec, 0, sizeof rec);
+  rec[0].magic = rec[1].magic = REPORT_MAGIC;
+  rec[0].type = REPORT_LIMIT;
+  rec[0].value = CORRAL_LIMIT_PROCESSES;
+  strcpy(rec[0].text, "4096 4100");
+  rec[1].type = REPORT_USAGE;
+  strcpy(rec[1].text, "1000 20 3");
+  launch_report r = {0};
+  launch_report_parse(&r, rec, sizeof rec);
+  assert_true(r.readable && r.limit.present && r.usage.present);
+  assert_int_equal(r.limit.observed, 4100);
+  assert_int_equal(r.usage.peak_processes, 3);
+  const char *bad[] = {"4096", "4096 x", "1 2 3", "-1 5"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    launch_report b = {0};
+    strcpy(rec[0].text, bad[i]);
+    launch_report_parse(&b, rec, sizeof rec[0]);
+    assert_false(b.readable);
+  }
+  rec[0].value = 99;
+  strcpy(rec[0].text, "1 1");
+  launch_report b = {0};
+  launch_report_parse(&b, rec, sizeof rec[0]);
+  assert_false(b.readable);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_request_valid), cmocka_unit_test(test_request_rules),
       cmocka_unit_test(test_outcome_rules), cmocka_unit_test(test_enum_names),
-      cmocka_unit_test(test_exit_codes),
+      cmocka_unit_test(test_exit_codes), cmocka_unit_test(test_limits_parse),
+      cmocka_unit_test(test_limit_round_trip), cmocka_unit_test(test_limit_records),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
