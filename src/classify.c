@@ -75,19 +75,16 @@ static int limit_denial(const launch_report *rep, corral_outcome *out) {
     break;
   case CORRAL_LIMIT_MEMORY:
     snprintf(reason, sizeof reason,
-             "the memory limit (%s) was crossed: the run held %s; the whole run was ended", value,
-             seen);
+             "the memory limit (%s) was crossed: the run held %s%s; the whole run was ended", value,
+             seen,
+             rep->limit_bound ? " (its processes' resident sizes, pages they share counted in "
+                                "each: their exact share could not be read in time)"
+                              : "");
     break;
   case CORRAL_LIMIT_CPU_TIME:
     snprintf(reason, sizeof reason,
              "the CPU time limit (%s) was crossed: the run used %s; the whole run was ended",
              value, seen);
-    break;
-  case CORRAL_LIMIT_FILE_SIZE:
-    snprintf(reason, sizeof reason,
-             "the file size limit (%s) stopped a process writing past it; the whole run was "
-             "ended",
-             value);
     break;
   default:
     snprintf(reason, sizeof reason, "the %s limit (%s) ended the run", name ? name : "?", value);
@@ -230,6 +227,16 @@ void conclude_outcome(corral_adapter *ad, launch_plan *plan, struct report_buf *
     snprintf(rep.problem, sizeof rep.problem, "%s", ferr.message);
   }
   classify_outcome(f, &rep, name, out);
+  /* SIGXFSZ is what the kernel sends a process writing past the file size
+   * limit; a process can also send it to itself, so it is said, not made a
+   * denial. */
+  int64_t fsize = plan->limits.v[CORRAL_LIMIT_FILE_SIZE];
+  if (out->kind == CORRAL_KIND_APPLICATION_FAILURE && out->exit.signal == SIGXFSZ && fsize) {
+    char value[32];
+    set_message(out, "`%s` was ended by SIGXFSZ, which the kernel sends to a process writing "
+                     "past the file size limit (%s)",
+                name, limits_format(CORRAL_LIMIT_FILE_SIZE, fsize, value, sizeof value));
+  }
   snprintf(note, notelen, "%s", rep.stderr_note);
   launch_report_free(&rep);
 }

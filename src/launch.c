@@ -148,6 +148,7 @@ void launch_report_parse(launch_report *r, const void *buf, size_t len) {
         return;
       }
       r->limit = (corral_limit_hit){true, (corral_limit)rec->value, value, observed};
+      r->limit_bound = rec->aux != 0;
       break;
     }
     case REPORT_USAGE: {
@@ -342,6 +343,9 @@ static int exec_search(const char *name, char *const argv[], char *const envp[])
  * through /proc/<pid>/task/<tid>/children (breadth first, fixed storage). */
 static pid_t tree_pids[8192];
 
+/* Appends the pids in /proc/<pid>/task/<tid>/children (every thread's),
+ * read whole: a parent of thousands fills many buffers, and a number may
+ * straddle two of them. */
 static size_t read_children(pid_t pid, size_t n) {
   char path[64];
   char dents[4096];
@@ -361,19 +365,20 @@ static size_t read_children(pid_t pid, size_t n) {
       int fd = open(cpath, O_RDONLY | O_CLOEXEC);
       if (fd < 0)
         continue;
-      ssize_t r = read(fd, buf, sizeof buf - 1);
-      close(fd);
-      if (r <= 0)
-        continue;
-      buf[r] = '\0';
-      for (char *s = buf; *s && n < ARRAY_SIZE(tree_pids);) {
-        char *endp;
-        long v = strtol(s, &endp, 10);
-        if (endp == s)
-          break;
+      long v = -1; /* the number being read, across reads */
+      ssize_t r;
+      while ((r = read(fd, buf, sizeof buf)) > 0 && n < ARRAY_SIZE(tree_pids))
+        for (ssize_t i = 0; i < r && n < ARRAY_SIZE(tree_pids); i++) {
+          if (buf[i] >= '0' && buf[i] <= '9') {
+            v = (v < 0 ? 0 : v * 10) + (buf[i] - '0');
+          } else if (v >= 0) {
+            tree_pids[n++] = (pid_t)v;
+            v = -1;
+          }
+        }
+      if (v >= 0 && n < ARRAY_SIZE(tree_pids))
         tree_pids[n++] = (pid_t)v;
-        s = endp;
-      }
+      close(fd);
     }
   }
   close(dfd);
@@ -500,7 +505,6 @@ static void reap(struct init_state *st) {
   int status;
   pid_t p;
   while ((p = waitpid(-1, &status, WNOHANG | __WALL)) > 0) {
-    limits_watch_reaped(&st->limits, status);
     if (p == st->command) {
       st->command_done = true;
       st->command_status = status;
@@ -530,8 +534,8 @@ static _Noreturn void finish(struct init_state *st, int report_fd, bool killed) 
       break;
     sleep_ms(1);
   }
-  limits_report(&st->limits, report_fd);
   int status = st->command_done ? st->command_status : SIGKILL;
+  limits_report(&st->limits, WIFSIGNALED(status), report_fd);
   report_write(report_fd, REPORT_EXITED, status, killed, NULL);
   _exit(status_to_code(status));
 }
@@ -773,8 +777,8 @@ static _Noreturn void init_main(const launch_plan *plan, int stdio[3], int repor
     switch (si.ssi_signo) {
     case SIGCHLD:
       reap(&st);
-      if (st.command_done || st.limits.hit)
-        finish(&st, report_fd, !st.command_done);
+      if (st.command_done)
+        finish(&st, report_fd, false);
       break;
     case SIGUSR1:
       terminate_tree(&st, sfd, report_fd);

@@ -26,7 +26,8 @@ enum report_type {
   REPORT_SETUP_FAILED,  /* value: errno; text: which step failed, and how */
   REPORT_DENIAL,        /* value: capability kind; text: the exact scope */
   REPORT_EXITED,        /* value: the command's wait status; aux: 1 if killed by init */
-  REPORT_LIMIT,         /* value: corral_limit; text: "<limit> <observed>" */
+  REPORT_LIMIT,         /* value: corral_limit; aux: 1 if observed is an upper bound;
+                           text: "<limit> <observed>" */
   REPORT_USAGE,         /* text: "<peak memory bytes> <cpu ms> <peak tasks>" */
 };
 
@@ -56,6 +57,7 @@ typedef struct launch_report {
   int wait_status;
   corral_denial denial;    /* first denial; owned strings */
   corral_limit_hit limit;  /* the limit that ended the run */
+  bool limit_bound;        /* its observed value is an upper bound */
   corral_usage usage;
   char protected_paths[8][REPORT_TEXT_MAX]; /* protected paths the command created */
   size_t nprotected;

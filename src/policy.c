@@ -1484,10 +1484,9 @@ json_t *profile_to_json(const struct profile *pr) {
   json_t *lim = json_object();
   for (int i = 1; i < CORRAL_LIMIT_COUNT; i++)
     json_object_set_new(lim, limit_keys[i],
-                        pr->limits[i] ? json_integer(i == CORRAL_LIMIT_CPU_TIME
-                                                         ? (pr->limits[i] + 999) / 1000
-                                                         : pr->limits[i])
-                                      : json_string("none"));
+                        !pr->limits[i]                ? json_string("none")
+                        : i == CORRAL_LIMIT_CPU_TIME ? json_real((double)pr->limits[i] / 1000)
+                                                      : json_integer(pr->limits[i]));
   json_object_set_new(o, "limits", lim);
   return o;
 }

@@ -219,13 +219,16 @@ void limits_plan(struct run_limits *rl, const int64_t v[CORRAL_LIMIT_COUNT],
   memset(rl, 0, sizeof *rl);
   memcpy(rl->v, v, sizeof rl->v);
   bool pid_ns = clone_flags & CLONE_NEWPID, user_ns = clone_flags & CLONE_NEWUSER;
-  rl->pid_max = pid_ns && v[CORRAL_LIMIT_PROCESSES] && pid_max_namespaced();
   /* Outside a user namespace RLIMIT_NPROC counts every process of the
-   * caller's on the host, not the run's. */
+   * caller's on the host, not the run's; and it exempts real uid 0, which
+   * the namespace's pid_max holds instead (for others it would add only a
+   * launch cost). */
   rl->nproc = user_ns && getuid() != 0 && v[CORRAL_LIMIT_PROCESSES];
+  rl->pid_max = pid_ns && !rl->nproc && v[CORRAL_LIMIT_PROCESSES] && pid_max_namespaced();
   rl->own_shm = pid_ns;
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  rl->ncpu = n > 0 ? (int)n : 1;
+  cpu_set_t cpus; /* the CPUs the run may use: a system call, no file to read */
+  int n = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+  rl->ncpu = n > 0 ? n : 1;
   rl->clk_tck = sysconf(_SC_CLK_TCK);
   if (rl->clk_tck <= 0)
     rl->clk_tck = 100;
@@ -319,45 +322,92 @@ void limits_command_apply(const struct run_limits *rl) {
     set_limit(RLIMIT_FSIZE, (rlim_t)v[CORRAL_LIMIT_FILE_SIZE], 0);
   if (v[CORRAL_LIMIT_OPEN_FILES])
     set_limit(RLIMIT_NOFILE, (rlim_t)v[CORRAL_LIMIT_OPEN_FILES], 0);
-  /* SIGXCPU at the limit, SIGKILL a second later (one process alone). */
+  /* One process alone: SIGXCPU a second past the limit (the watch ends the
+   * run at the limit itself, and so says why), SIGKILL a second later. */
   if (v[CORRAL_LIMIT_CPU_TIME])
-    set_limit(RLIMIT_CPU, (rlim_t)((v[CORRAL_LIMIT_CPU_TIME] + 999) / 1000), 1);
+    set_limit(RLIMIT_CPU, (rlim_t)((v[CORRAL_LIMIT_CPU_TIME] + 999) / 1000 + 1), 1);
 }
 
-/* MemAvailable, the kernel's estimate of what can still be had without
- * swapping; 0 when unknown. */
-static int64_t available_memory(void) {
-  char buf[4096];
-  int fd = open("/proc/meminfo", O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return 0;
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
+/* The exact memory of several processes: the proportional share of each
+ * (Pss and SwapPss in /proc/PID/smaps_rollup: a page shared after a fork
+ * counts once in all).  Reading it walks the process's page tables under
+ * its memory lock, which the process can hold for as long as it likes: so
+ * a helper, forked by init, reads it and writes the sum on a pipe, and
+ * init waits for that at most EXACT_WAIT_MS.  A process whose share cannot
+ * be read (not dumpable) counts with its resident size. */
+#define EXACT_WAIT_MS 500
+
+static int64_t share_of(int proc_fd, pid_t pid, int64_t resident) {
+  char path[40], buf[2048];
+  snprintf(path, sizeof path, "%d/smaps_rollup", (int)pid);
+  int fd = openat(proc_fd, path, O_RDONLY | O_CLOEXEC);
+  ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+  if (fd >= 0)
+    close(fd);
   if (n <= 0)
-    return 0;
+    return resident;
   buf[n] = '\0';
-  const char *line = strstr(buf, "MemAvailable:");
-  return line ? strtoll(line + 13, NULL, 10) * 1024 : 0;
+  int64_t kb = 0;
+  for (char *line = buf; line; line = strchr(line, '\n'), line = line ? line + 1 : NULL)
+    if (strncmp(line, "Pss:", 4) == 0 || strncmp(line, "SwapPss:", 8) == 0)
+      kb += strtoll(strchr(line, ':') + 1, NULL, 10);
+  return kb * 1024;
+}
+
+static void exact_start(struct limits_watch *w, const pid_t *pids, size_t n) {
+  int p[2];
+  if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0)
+    return;
+  pid_t h = fork();
+  if (h == 0) {
+    close(p[0]);
+    int64_t sum = 0;
+    for (size_t i = 0; i < n; i++)
+      sum += share_of(w->proc_fd, pids[i], 0);
+    ssize_t ignored = write(p[1], &sum, sizeof sum);
+    (void)ignored;
+    _exit(0);
+  }
+  close(p[1]);
+  if (h < 0) {
+    close(p[0]);
+    return;
+  }
+  w->exact_pid = h;
+  w->exact_fd = p[0];
+  w->exact_started = mono_ms();
+}
+
+/* 1: *sum is the exact share; 0: not yet; -1: the helper is gone or took
+ * too long (killed): only the upper bound is known. */
+static int exact_result(struct limits_watch *w, int64_t *sum) {
+  ssize_t r = read(w->exact_fd, sum, sizeof *sum);
+  int state = r == (ssize_t)sizeof *sum ? 1
+              : (r == 0 || mono_ms() - w->exact_started > EXACT_WAIT_MS) ? -1
+                                                                         : 0;
+  if (state) {
+    kill(w->exact_pid, SIGKILL); /* init's reap collects it */
+    close(w->exact_fd);
+    w->exact_fd = -1;
+    w->exact_pid = 0;
+  }
+  return state;
 }
 
 int limits_watch_start(struct limits_watch *w, const struct run_limits *rl, int report_fd) {
   memset(w, 0, sizeof *w);
   w->rl = rl;
-  w->timer_fd = w->proc_fd = w->loadavg_fd = -1;
+  w->timer_fd = w->proc_fd = w->loadavg_fd = w->shm_fd = w->exact_fd = -1;
   const int64_t *v = rl->v;
   if (!v[CORRAL_LIMIT_PROCESSES] && !v[CORRAL_LIMIT_MEMORY] && !v[CORRAL_LIMIT_CPU_TIME])
     return 0;
   w->proc_fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  /* Outside a pid namespace the last pid is the host's: no use. */
-  w->loadavg_fd = getpid() == 1 ? open("/proc/loadavg", O_RDONLY | O_CLOEXEC) : -1;
   w->last_pid = -1;
   w->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
   if (w->proc_fd < 0 || w->timer_fd < 0) {
     report_write(report_fd, REPORT_SETUP_FAILED, errno, 0, "limits: watching the run");
     return -1;
   }
-  if (v[CORRAL_LIMIT_MEMORY])
-    w->available_at_start = available_memory();
   struct itimerspec its = {.it_value = {0, 20 * 1000000L}};
   timerfd_settime(w->timer_fd, 0, &its, NULL);
   return 0;
@@ -458,7 +508,20 @@ static long last_pid(int fd) {
   return sp ? strtol(sp + 1, NULL, 10) : -1;
 }
 
+/* What only a look needs is opened at the first one: most commands end
+ * before it, and the launch does not pay for it. */
+static void first_look(struct limits_watch *w) {
+  w->looked = true;
+  /* Outside a pid namespace the last pid is the host's: no use. */
+  if (getpid() == 1)
+    w->loadavg_fd = openat(w->proc_fd, "loadavg", O_RDONLY | O_CLOEXEC);
+  if (w->rl->own_shm)
+    w->shm_fd = open("/dev/shm", O_PATH | O_DIRECTORY | O_CLOEXEC);
+}
+
 bool limits_watch_rescan(struct limits_watch *w) {
+  if (!w->looked)
+    first_look(w);
   long last = last_pid(w->loadavg_fd);
   bool again = w->rescan || last < 0 || last != w->last_pid;
   w->last_pid = last;
@@ -477,7 +540,7 @@ static int64_t rusage_ms(const struct rusage *ru) {
 #define TICK_MIN_MS 10
 /* With the kernel capping processes, nothing but memory and CPU time is
  * urgent; the watch alone must catch a fork bomb sooner. */
-#define TICK_MAX_MS 1000
+#define TICK_MAX_MS 2000
 #define TICK_MAX_UNCAPPED_MS 100
 
 /* The process limit, from a count of processes (n, before their threads
@@ -501,6 +564,8 @@ void limits_watch_tick(struct limits_watch *w, const pid_t *pids, size_t n) {
   uint64_t expirations;
   if (w->hit || (read(w->timer_fd, &expirations, sizeof expirations) < 0 && errno != EAGAIN))
     return;
+  if ((int64_t)n > w->peak_tasks)
+    w->peak_tasks = (int64_t)n;
   if (processes_crossed(w, (int64_t)n)) {
     crossed(w, CORRAL_LIMIT_PROCESSES, (int64_t)n);
     return;
@@ -516,30 +581,42 @@ void limits_watch_tick(struct limits_watch *w, const pid_t *pids, size_t n) {
     return;
   }
   struct statfs sf;
-  if (rl->own_shm && statfs("/dev/shm", &sf) == 0)
+  if (w->shm_fd >= 0 && fstatfs(w->shm_fd, &sf) == 0)
     s.shm = (int64_t)(sf.f_blocks - sf.f_bfree) * sf.f_bsize;
   s.memory += s.shm;
   if (s.memory > w->peak_memory)
     w->peak_memory = s.memory;
   /* The sum of resident sizes counts a page that several processes share
-   * after a fork in each of them: with more than one, it is only an upper
-   * bound.  The machine's loss of available memory since the run began is
-   * another; the run is ended only when both are past the limit.  (The
-   * exact share, /proc/PID/smaps_rollup, waits for the process's memory
-   * lock, which a command can hold: init never reads it.) */
-  if (v[CORRAL_LIMIT_MEMORY] && s.memory > v[CORRAL_LIMIT_MEMORY] && n > 1) {
-    int64_t now = available_memory(), lost = w->available_at_start - now;
-    if (now && w->available_at_start && lost < s.memory)
-      s.memory = lost > 0 ? lost : 0;
+   * after a fork in each of them: with more than one, only an upper bound.
+   * Past the limit it is made exact (exact_start) before it ends the run,
+   * unless the exact share cannot be had in time: then the bound decides,
+   * and the host is safe either way. */
+  bool memory_crossed = v[CORRAL_LIMIT_MEMORY] && s.memory > v[CORRAL_LIMIT_MEMORY];
+  bool exact_pending = false, exact_known = false;
+  if (memory_crossed && n > 1) {
+    int64_t exact = 0;
+    int got = w->exact_fd >= 0 ? exact_result(w, &exact) : (exact_start(w, pids, n), 0);
+    if (got == 1)
+      s.memory = exact + s.shm, exact_known = true;
+    exact_pending = got == 0 && w->exact_fd >= 0;
+    memory_crossed = got != 0 && s.memory > v[CORRAL_LIMIT_MEMORY];
+    if (got == 0 && w->exact_fd < 0) /* no helper could be had */
+      memory_crossed = true;
+  } else if (w->exact_fd >= 0) {
+    int64_t ignored;
+    w->exact_started = 0; /* below the limit again: the helper's answer is moot */
+    exact_result(w, &ignored);
   }
   struct rusage ru;
   int64_t cpu = s.cpu_ticks * 1000 / rl->clk_tck;
   if (getrusage(RUSAGE_CHILDREN, &ru) == 0)
     cpu += rusage_ms(&ru);
   w->last_cpu_ms = cpu;
-  if (v[CORRAL_LIMIT_MEMORY] && s.memory > v[CORRAL_LIMIT_MEMORY])
+  if (memory_crossed) {
+    w->observed_bound = n > 1 && !exact_known;
     return crossed(w, CORRAL_LIMIT_MEMORY, s.memory);
-  if (v[CORRAL_LIMIT_CPU_TIME] && cpu > v[CORRAL_LIMIT_CPU_TIME])
+  }
+  if (v[CORRAL_LIMIT_CPU_TIME] && cpu >= v[CORRAL_LIMIT_CPU_TIME])
     return crossed(w, CORRAL_LIMIT_CPU_TIME, cpu);
   /* The next look comes before the nearest limit could have been reached. */
   int64_t next = rl->pid_max || rl->nproc || !v[CORRAL_LIMIT_PROCESSES] ? TICK_MAX_MS
@@ -554,28 +631,14 @@ void limits_watch_tick(struct limits_watch *w, const pid_t *pids, size_t n) {
     if (ms < next)
       next = ms;
   }
-  if (next < TICK_MIN_MS)
+  if (next < TICK_MIN_MS || exact_pending)
     next = TICK_MIN_MS;
   struct itimerspec its = {.it_value = {next / 1000, (next % 1000) * 1000000L}};
   timerfd_settime(w->timer_fd, 0, &its, NULL);
 }
 
-void limits_watch_reaped(struct limits_watch *w, int status) {
-  if (w->hit || !WIFSIGNALED(status))
-    return;
-  int sig = WTERMSIG(status);
-  if (sig == SIGXFSZ && w->rl->v[CORRAL_LIMIT_FILE_SIZE])
-    w->hit = CORRAL_LIMIT_FILE_SIZE, w->observed = w->rl->v[CORRAL_LIMIT_FILE_SIZE];
-  else if (sig == SIGXCPU && w->rl->v[CORRAL_LIMIT_CPU_TIME])
-    w->hit = CORRAL_LIMIT_CPU_TIME, w->observed = w->rl->v[CORRAL_LIMIT_CPU_TIME];
-}
-
-void limits_report(struct limits_watch *w, int report_fd) {
+void limits_report(struct limits_watch *w, bool killed_by_signal, int report_fd) {
   char text[96];
-  if (w->hit) {
-    snprintf(text, sizeof text, "%" PRId64 " %" PRId64, w->rl->v[w->hit], w->observed);
-    report_write(report_fd, REPORT_LIMIT, (int)w->hit, 0, text);
-  }
   /* Every process is reaped now: the children's usage is the run's. */
   struct rusage ru;
   int64_t cpu = w->last_cpu_ms, peak = w->peak_memory;
@@ -584,6 +647,18 @@ void limits_report(struct limits_watch *w, int report_fd) {
       cpu = rusage_ms(&ru);
     if ((int64_t)ru.ru_maxrss * 1024 > peak)
       peak = (int64_t)ru.ru_maxrss * 1024;
+  }
+  /* A command that RLIMIT_CPU ended between two looks: the kernel's count
+   * of what the run used is the fact (the signal that ended it is not: a
+   * process can send itself SIGXCPU). */
+  if (!w->hit && w->rl->v[CORRAL_LIMIT_CPU_TIME] && cpu >= w->rl->v[CORRAL_LIMIT_CPU_TIME] &&
+      killed_by_signal) {
+    w->hit = CORRAL_LIMIT_CPU_TIME;
+    w->observed = cpu;
+  }
+  if (w->hit) {
+    snprintf(text, sizeof text, "%" PRId64 " %" PRId64, w->rl->v[w->hit], w->observed);
+    report_write(report_fd, REPORT_LIMIT, (int)w->hit, w->observed_bound, text);
   }
   snprintf(text, sizeof text, "%" PRId64 " %" PRId64 " %" PRId64, peak, cpu,
            w->peak_tasks ? w->peak_tasks : 1);
@@ -594,6 +669,10 @@ void limits_report(struct limits_watch *w, int report_fd) {
     close(w->proc_fd);
   if (w->loadavg_fd >= 0)
     close(w->loadavg_fd);
+  if (w->shm_fd >= 0)
+    close(w->shm_fd);
+  if (w->exact_fd >= 0)
+    close(w->exact_fd);
   stat_cache_reset();
-  w->timer_fd = w->proc_fd = w->loadavg_fd = -1;
+  w->timer_fd = w->proc_fd = w->loadavg_fd = w->shm_fd = -1;
 }

@@ -14,7 +14,8 @@
  *  - the whole run's memory, CPU time and process count: init samples the
  *    run's processes (/proc/PID/stat, which no process can hold up) on a
  *    timer whose period shrinks as a limit comes near, and ends the whole
- *    run when one is crossed.  The kernel's
+ *    run when one is crossed (memory made exact first by a helper, which a
+ *    process can hold up: then the upper bound decides).  The kernel's
  *    OOM killer is also told to prefer the run's processes to the host's.
  * Init reports a crossing (REPORT_LIMIT) and, at the end, what the run used
  * (REPORT_USAGE) on the report channel, which the command cannot write.
@@ -31,7 +32,7 @@
 /* What init enforces for one run; made by the supervisor (limits_plan). */
 struct run_limits {
   int64_t v[CORRAL_LIMIT_COUNT]; /* by corral_limit; 0: none */
-  bool pid_max;  /* write the pid namespace's pid_max (a pid namespace, 6.14+) */
+  bool pid_max;  /* write the pid namespace's pid_max (a pid namespace, 6.14+, root) */
   bool nproc;    /* RLIMIT_NPROC counts only the run (a user namespace, not root) */
   bool own_shm;  /* /dev/shm is the sandbox's tmpfs: its use counts as memory */
   int ncpu;      /* CPUs online: how fast CPU time can grow */
@@ -77,12 +78,17 @@ struct limits_watch {
   int timer_fd;  /* -1 when nothing is watched */
   int proc_fd;   /* /proc as init sees it */
   int loadavg_fd; /* its /proc/loadavg (in a pid namespace), or -1 */
+  int shm_fd;     /* the sandbox's own /dev/shm (O_PATH), or -1 */
   long last_pid;  /* the namespace's last pid at the last look */
   bool rescan;    /* a process went: list them again */
+  bool looked;    /* the first look was made (what it opens is open) */
   int64_t peak_memory, peak_tasks, last_cpu_ms;
   corral_limit hit; /* 0 until a limit is crossed */
   int64_t observed;
-  int64_t available_at_start; /* the machine's MemAvailable when the run began */
+  bool observed_bound; /* observed is an upper bound (the exact one could not be had) */
+  pid_t exact_pid;      /* the helper reading the exact memory (run_limits.c), or 0 */
+  int exact_fd;         /* its answer, or -1 */
+  int64_t exact_started;
 };
 
 /* Opens the timer (when a limit needs watching).  0, or -1 after reporting. */
@@ -93,9 +99,8 @@ bool limits_watch_rescan(struct limits_watch *w);
 /* One look at the run's processes (pids[0..n), init not among them): the
  * peaks, and w->hit when a limit is crossed; re-arms the timer. */
 void limits_watch_tick(struct limits_watch *w, const pid_t *pids, size_t n);
-/* A process init reaped ended by a signal a limit sends (SIGXFSZ, SIGXCPU). */
-void limits_watch_reaped(struct limits_watch *w, int status);
-/* Writes REPORT_LIMIT (when crossed) and REPORT_USAGE; once the tree is gone. */
-void limits_report(struct limits_watch *w, int report_fd);
+/* Writes REPORT_LIMIT (when crossed) and REPORT_USAGE, once the tree is
+ * gone; killed_by_signal: the command ended by a signal. */
+void limits_report(struct limits_watch *w, bool killed_by_signal, int report_fd);
 
 #endif

@@ -9,6 +9,7 @@
 #include <jansson.h>
 
 #include <errno.h>
+#include <signal.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -482,7 +483,8 @@ json_t *cli_limits_json(const corral_policy *policy, bool namespaces) {
 
 void cli_report_outcome(const corral_outcome *o) {
   bool say = o->message && (o->kind != CORRAL_KIND_SUCCESS &&
-                            (o->kind != CORRAL_KIND_APPLICATION_FAILURE || !o->launched));
+                            (o->kind != CORRAL_KIND_APPLICATION_FAILURE || !o->launched ||
+                             o->exit.signal == SIGXFSZ));
   static const char *const raise[] = {NULL, "--max-procs N", "--memory SIZE", "--cpu-time SECONDS",
                                       "--max-file-size SIZE", "--max-open-files N"};
   if (say && o->limit.present && o->limit.which > 0 && o->limit.which < CORRAL_LIMIT_COUNT)

@@ -2,7 +2,8 @@
  * seccomp_rules.c — the sandbox's seccomp program, compiled by libseccomp
  * (it gets the architecture checks and the x32 ABI right): ptrace, reading
  * or writing another process's memory, io_uring (which bypasses seccomp),
- * terminal injection, keyrings, bpf, other processes' limits and priority, and —
+ * terminal injection, keyrings, bpf, other processes' limits, priority and
+ * scheduling, and —
  * when the policy asks — creating Unix sockets
  * or, for the landlock-only adapter, any other socket.
  *
@@ -80,6 +81,25 @@ int seccomp_compile(bool block_unix, bool deny_inet, struct sock_fprog *prog, co
                          SCMP_A2(SCMP_CMP_NE, 0));
   if (r == 0)
     r = seccomp_rule_add(ctx, deny, SCMP_SYS(setpriority), 1, SCMP_A1(SCMP_CMP_NE, 0));
+  /* A user's priority at once: every process of the uid the caller can see
+   * (corral's init; without a pid namespace, the host's, the agent among
+   * them). */
+  if (r == 0)
+    r = seccomp_rule_add(ctx, deny, SCMP_SYS(setpriority), 1, SCMP_A0(SCMP_CMP_EQ, 2 /* PRIO_USER */));
+  if (r == 0)
+    r = seccomp_rule_add(ctx, deny, SCMP_SYS(ioprio_set), 1, SCMP_A1(SCMP_CMP_NE, 0));
+  if (r == 0)
+    r = seccomp_rule_add(ctx, deny, SCMP_SYS(ioprio_set), 1,
+                         SCMP_A0(SCMP_CMP_EQ, 3 /* IOPRIO_WHO_USER */));
+  /* Another process's scheduling likewise: SCHED_IDLE or one CPU for
+   * init would starve the watch that holds the run to its limits. */
+  static const char *const sched[] = {"sched_setscheduler", "sched_setparam",
+                                      "sched_setaffinity", "sched_setattr"};
+  for (size_t i = 0; i < ARRAY_SIZE(sched) && r == 0; i++) {
+    int nr = seccomp_syscall_resolve_name(sched[i]);
+    if (nr != __NR_SCMP_ERROR)
+      r = seccomp_rule_add(ctx, deny, nr, 1, SCMP_A0(SCMP_CMP_NE, 0));
+  }
   if (r == 0 && block_unix)
     r = seccomp_rule_add(ctx, deny, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
   if (r == 0 && deny_inet)

@@ -207,12 +207,11 @@ func outcomes(ws string) {
 		"denial %+v", r.outcome.Denial)
 
 	// A run ended at a limit: a denial zero's decoder and rules accept.
-	r = run(request(ws, "dd", "if=/dev/zero", "of=big", "bs=1M", "count=20"), "--max-file-size", "1M")
+	r = run(request(ws, "sh", "-c", "while :; do :; done"), "--cpu-time", "0.3")
 	expectKind("limit", r, "denied", "enforcement_denied")
 	check("limit", r.outcome.Denial != nil && r.outcome.Denial.Capability.Kind == "process_spawn" &&
-		r.outcome.Denial.Capability.Scope == "file_size" && r.outcome.Denial.Recoverable &&
+		r.outcome.Denial.Capability.Scope == "cpu_time" && r.outcome.Denial.Recoverable &&
 		r.outcome.Denial.NextAction == "change_command", "denial %+v", r.outcome.Denial)
-	os.Remove(filepath.Join(ws, "big"))
 
 	policy := filepath.Join(scratch, "too-many.json")
 	var deny []string
