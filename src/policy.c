@@ -1486,7 +1486,7 @@ json_t *profile_to_json(const struct profile *pr) {
     json_object_set_new(lim, limit_keys[i],
                         !pr->limits[i]                ? json_string("none")
                         : i == CORRAL_LIMIT_CPU_TIME ? json_real((double)pr->limits[i] / 1000)
-                                                      : json_integer(pr->limits[i]));
+                        : json_integer(limits_value(pr->limits, (corral_limit)i)));
   json_object_set_new(o, "limits", lim);
   return o;
 }

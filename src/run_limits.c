@@ -50,34 +50,36 @@ static int64_t read_limit_file(const char *path) {
 }
 
 /* The lowest memory limit on the way from the caller's cgroup to the root
- * (v2 memory.max, v1 memory.limit_in_bytes), 0 when none. */
+ * (v2 memory.max, v1 memory.limit_in_bytes), 0 when none.  Allocates
+ * nothing: init computes it (limits_plan leaves it to the first look). */
 static int64_t cgroup_memory_limit(void) {
-  FILE *f = fopen("/proc/self/cgroup", "re");
-  if (!f)
+  char text[4096];
+  int fd = open("/proc/self/cgroup", O_RDONLY | O_CLOEXEC);
+  ssize_t len = fd >= 0 ? read(fd, text, sizeof text - 1) : -1;
+  if (fd >= 0)
+    close(fd);
+  if (len <= 0)
     return 0;
-  char line[4096];
+  text[len] = '\0';
   int64_t lowest = 0;
-  while (fgets(line, sizeof line, f)) {
-    line[strcspn(line, "\n")] = '\0';
+  for (char *line = text, *next; line && *line; line = next) {
+    next = strchr(line, '\n');
+    if (next)
+      *next++ = '\0';
     char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
     if (!c2 || c2[1] != '/')
       continue;
     *c2 = '\0';
-    const char *controllers = c1 + 1, *file;
-    char base[64];
-    if (!*controllers) {
-      snprintf(base, sizeof base, "/sys/fs/cgroup");
-      file = "memory.max";
-    } else if (strstr(controllers, "memory")) {
-      snprintf(base, sizeof base, "/sys/fs/cgroup/memory");
-      file = "memory.limit_in_bytes";
-    } else {
+    const char *controllers = c1 + 1, *base, *file;
+    if (!*controllers)
+      base = "/sys/fs/cgroup", file = "memory.max";
+    else if (strstr(controllers, "memory"))
+      base = "/sys/fs/cgroup/memory", file = "memory.limit_in_bytes";
+    else
       continue;
-    }
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", c2 + 1);
+    char *dir = c2 + 1;
     for (;;) {
-      char path[8300];
+      char path[4400];
       snprintf(path, sizeof path, "%s%s/%s", base, strcmp(dir, "/") == 0 ? "" : dir, file);
       int64_t v = read_limit_file(path);
       /* v1 says "no limit" with a number near 2^63. */
@@ -89,24 +91,24 @@ static int64_t cgroup_memory_limit(void) {
       *slash = '\0';
     }
   }
-  fclose(f);
   return lowest;
 }
-
-static int64_t memory_default;
-static pthread_once_t memory_once = PTHREAD_ONCE_INIT;
 
 /* Half of what this process may use (the machine's memory, or its
  * cgroup's limit when lower): room for the agent and the rest of the
  * host, while a JVM or a large link still fits. */
-static void find_memory_default(void) {
+static int64_t memory_half(void) {
   struct sysinfo si;
   int64_t total = sysinfo(&si) == 0 ? (int64_t)si.totalram * si.mem_unit : 0;
   int64_t cg = cgroup_memory_limit();
   if (cg && (!total || cg < total))
     total = cg;
-  memory_default = total ? total / 2 : 0;
+  return total / 2;
 }
+
+static int64_t memory_default;
+static pthread_once_t memory_once = PTHREAD_ONCE_INIT;
+static void find_memory_default(void) { memory_default = memory_half(); }
 
 int64_t limits_default(corral_limit which) {
   switch (which) {
@@ -125,9 +127,17 @@ int64_t limits_default(corral_limit which) {
 void limits_resolve(const int64_t policy[CORRAL_LIMIT_COUNT], int64_t out[CORRAL_LIMIT_COUNT]) {
   out[0] = 0;
   for (int i = 1; i < CORRAL_LIMIT_COUNT; i++)
-    out[i] = policy[i] == CORRAL_LIMIT_NONE      ? 0
+    out[i] = policy[i] == CORRAL_LIMIT_NONE ? 0
+             /* Reading the cgroup would cost every launch ~0.1 ms: init
+              * finds the memory default at its first look. */
+             : policy[i] == CORRAL_LIMIT_DEFAULT && i == CORRAL_LIMIT_MEMORY ? LIMITS_MEMORY_HALF
              : policy[i] == CORRAL_LIMIT_DEFAULT ? limits_default((corral_limit)i)
                                                  : policy[i];
+}
+
+int64_t limits_value(const int64_t v[CORRAL_LIMIT_COUNT], corral_limit which) {
+  return which == CORRAL_LIMIT_MEMORY && v[which] == LIMITS_MEMORY_HALF ? limits_default(which)
+                                                                        : v[which];
 }
 
 /* ------------------------------------------------------------- words */
@@ -398,6 +408,7 @@ int limits_watch_start(struct limits_watch *w, const struct run_limits *rl, int 
   memset(w, 0, sizeof *w);
   w->rl = rl;
   w->timer_fd = w->proc_fd = w->loadavg_fd = w->shm_fd = w->exact_fd = -1;
+  w->memory = rl->v[CORRAL_LIMIT_MEMORY];
   const int64_t *v = rl->v;
   if (!v[CORRAL_LIMIT_PROCESSES] && !v[CORRAL_LIMIT_MEMORY] && !v[CORRAL_LIMIT_CPU_TIME])
     return 0;
@@ -512,6 +523,8 @@ static long last_pid(int fd) {
  * before it, and the launch does not pay for it. */
 static void first_look(struct limits_watch *w) {
   w->looked = true;
+  if (w->memory == LIMITS_MEMORY_HALF)
+    w->memory = memory_half();
   /* Outside a pid namespace the last pid is the host's: no use. */
   if (getpid() == 1)
     w->loadavg_fd = openat(w->proc_fd, "loadavg", O_RDONLY | O_CLOEXEC);
@@ -534,9 +547,11 @@ static int64_t rusage_ms(const struct rusage *ru) {
          (ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) / 1000;
 }
 
-/* How fast memory can grow, for the next look: fresh pages touched on
- * two CPUs. */
-#define MEMORY_RATE_PER_MS (8 * MIB)
+/* How fast memory can grow, for the next look: fresh pages touched (a
+ * burst faster than this passes the limit by what it makes until the next
+ * look, at most TICK_MAX_MS later; past half the machine's memory, the OOM
+ * killer's preference for the run is what is left). */
+#define MEMORY_RATE_PER_MS (4 * MIB)
 #define TICK_MIN_MS 10
 /* With the kernel capping processes, nothing but memory and CPU time is
  * urgent; the watch alone must catch a fork bomb sooner. */
@@ -591,7 +606,7 @@ void limits_watch_tick(struct limits_watch *w, const pid_t *pids, size_t n) {
    * Past the limit it is made exact (exact_start) before it ends the run,
    * unless the exact share cannot be had in time: then the bound decides,
    * and the host is safe either way. */
-  bool memory_crossed = v[CORRAL_LIMIT_MEMORY] && s.memory > v[CORRAL_LIMIT_MEMORY];
+  bool memory_crossed = w->memory && s.memory > w->memory;
   bool exact_pending = false, exact_known = false;
   if (memory_crossed && n > 1) {
     int64_t exact = 0;
@@ -599,7 +614,7 @@ void limits_watch_tick(struct limits_watch *w, const pid_t *pids, size_t n) {
     if (got == 1)
       s.memory = exact + s.shm, exact_known = true;
     exact_pending = got == 0 && w->exact_fd >= 0;
-    memory_crossed = got != 0 && s.memory > v[CORRAL_LIMIT_MEMORY];
+    memory_crossed = got != 0 && s.memory > w->memory;
     if (got == 0 && w->exact_fd < 0) /* no helper could be had */
       memory_crossed = true;
   } else if (w->exact_fd >= 0) {
@@ -621,8 +636,8 @@ void limits_watch_tick(struct limits_watch *w, const pid_t *pids, size_t n) {
   /* The next look comes before the nearest limit could have been reached. */
   int64_t next = rl->pid_max || rl->nproc || !v[CORRAL_LIMIT_PROCESSES] ? TICK_MAX_MS
                                                                         : TICK_MAX_UNCAPPED_MS;
-  if (v[CORRAL_LIMIT_MEMORY]) {
-    int64_t ms = (v[CORRAL_LIMIT_MEMORY] - s.memory) / MEMORY_RATE_PER_MS;
+  if (w->memory) {
+    int64_t ms = (w->memory - s.memory) / MEMORY_RATE_PER_MS;
     if (ms < next)
       next = ms;
   }
@@ -657,7 +672,8 @@ void limits_report(struct limits_watch *w, bool killed_by_signal, int report_fd)
     w->observed = cpu;
   }
   if (w->hit) {
-    snprintf(text, sizeof text, "%" PRId64 " %" PRId64, w->rl->v[w->hit], w->observed);
+    snprintf(text, sizeof text, "%" PRId64 " %" PRId64,
+             w->hit == CORRAL_LIMIT_MEMORY ? w->memory : w->rl->v[w->hit], w->observed);
     report_write(report_fd, REPORT_LIMIT, (int)w->hit, w->observed_bound, text);
   }
   snprintf(text, sizeof text, "%" PRId64 " %" PRId64 " %" PRId64, peak, cpu,

@@ -44,8 +44,13 @@ struct run_limits {
 
 /* The built-in default of a limit (0: none); README: Limits says why. */
 int64_t limits_default(corral_limit which);
-/* A policy's values (CORRAL_LIMIT_DEFAULT / _NONE / a value) made final. */
+/* A policy's values (CORRAL_LIMIT_DEFAULT / _NONE / a value) made final,
+ * but for the memory default, which stays LIMITS_MEMORY_HALF: init works
+ * it out (limits_default's value) off the launch's path. */
+#define LIMITS_MEMORY_HALF (-2)
 void limits_resolve(const int64_t policy[CORRAL_LIMIT_COUNT], int64_t out[CORRAL_LIMIT_COUNT]);
+/* A resolved limit's value for people (LIMITS_MEMORY_HALF worked out). */
+int64_t limits_value(const int64_t v[CORRAL_LIMIT_COUNT], corral_limit which);
 /* Parses a limit as a person writes it: "none", "default", or a value —
  * a count, bytes with an optional K/M/G/T suffix (powers of 1024), or
  * seconds (decimals allowed) for cpu_time.  0, or -EINVAL with `why`. */
@@ -82,6 +87,7 @@ struct limits_watch {
   long last_pid;  /* the namespace's last pid at the last look */
   bool rescan;    /* a process went: list them again */
   bool looked;    /* the first look was made (what it opens is open) */
+  int64_t memory; /* the memory limit (the default worked out at the first look) */
   int64_t peak_memory, peak_tasks, last_cpu_ms;
   corral_limit hit; /* 0 until a limit is crossed */
   int64_t observed;

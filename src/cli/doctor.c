@@ -162,7 +162,8 @@ int cmd_doctor(int argc, char **argv) {
     const char *key = limits_json_key((corral_limit)i);
     json_object_set_new(limits, key,
                         json_pack("{s:o,s:O}", "value",
-                                  lv[i] ? json_integer(lv[i]) : json_string("none"),
+                                  lv[i] ? json_integer(limits_value(lv, (corral_limit)i))
+                                        : json_string("none"),
                                   "enforcedBy", json_object_get(by, key)));
   }
   json_decref(by);
