@@ -168,6 +168,14 @@ corral_adapter *corral_adapter_new_linux(const corral_policy *policy, corral_err
     free(la);
     return NULL;
   }
+  /* The namespace maps the caller's own ids alone (namespaces.c). */
+  if (seccomp_add_id_checks(&la->seccomp, geteuid(), getegid()) < 0) {
+    free(la->seccomp.filter);
+    corral_policy_free(la->policy);
+    free(la);
+    error_set(err, -ENOMEM, ENOMEM, "out of memory");
+    return NULL;
+  }
   corral_adapter *ad = adapter_new("linux", &linux_ops, la);
   if (!ad) {
     ad = &(corral_adapter){.data = la};

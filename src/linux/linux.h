@@ -115,6 +115,10 @@ int landlock_scope_init_apply(int report_fd);
 int seccomp_program(const struct profile *pr, bool deny_inet, struct sock_fprog *prog,
                     corral_error *err);
 int seccomp_apply(const struct sock_fprog *prog, int report_fd);
+/* Puts before the program the checks that make a set*id or chown call
+ * naming another id than these EPERM (as outside), not the kernel's
+ * EINVAL for an id the namespace cannot map.  0 or -ENOMEM. */
+int seccomp_add_id_checks(struct sock_fprog *prog, uid_t uid, gid_t gid);
 
 /* environment.c */
 bool env_is_secret(const char *entry, const struct profile *pr);

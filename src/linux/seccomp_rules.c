@@ -70,35 +70,39 @@ int seccomp_compile(bool block_unix, bool deny_inet, struct sock_fprog *prog, co
   if (r == 0)
     r = seccomp_rule_add(ctx, deny, SCMP_SYS(ioctl), 1,
                          SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCLINUX));
-  /* Another process's resource limits and priority: changing them needs
-   * only the same uid, and no scoping covers them, so without a pid
-   * namespace (the landlock-only adapter) a command could lower corral's
-   * own supervisor's open-file or CPU limit, or any process of the user's,
-   * and kill or cripple it; inside one, corral's init.  Its own (pid or
-   * who 0) and reading another's stay allowed. */
+  /* Another process's resource limits, priority and scheduling: changing
+   * them needs only the same uid, and no scoping covers them.  In the
+   * sandbox's pid namespace the only other process is corral's init (pid
+   * 1), whose watch holds the run to its limits: a lowered limit, SCHED_IDLE
+   * or one CPU would cripple it, so those aimed at pid 1 are refused, and
+   * a process may still renice itself or its children by pid.  Without a
+   * pid namespace (the landlock-only adapter, the only one that asks for
+   * deny_inet) every other pid may be the host's — corral's supervisor, the
+   * agent — so only a process's own (pid or who 0) are allowed.  A whole
+   * user's priority (PRIO_USER, IOPRIO_WHO_USER) reaches init, or the
+   * host, either way.  Reading stays allowed. */
+  const bool pid_ns = !deny_inet;
+  const struct scmp_arg_cmp other_a0 =
+      pid_ns ? SCMP_A0(SCMP_CMP_EQ, 1) : SCMP_A0(SCMP_CMP_NE, 0);
+  const struct scmp_arg_cmp other_a1 =
+      pid_ns ? SCMP_A1(SCMP_CMP_EQ, 1) : SCMP_A1(SCMP_CMP_NE, 0);
   if (r == 0)
-    r = seccomp_rule_add(ctx, deny, SCMP_SYS(prlimit64), 2, SCMP_A0(SCMP_CMP_NE, 0),
-                         SCMP_A2(SCMP_CMP_NE, 0));
+    r = seccomp_rule_add(ctx, deny, SCMP_SYS(prlimit64), 2, other_a0, SCMP_A2(SCMP_CMP_NE, 0));
   if (r == 0)
-    r = seccomp_rule_add(ctx, deny, SCMP_SYS(setpriority), 1, SCMP_A1(SCMP_CMP_NE, 0));
-  /* A user's priority at once: every process of the uid the caller can see
-   * (corral's init; without a pid namespace, the host's, the agent among
-   * them). */
+    r = seccomp_rule_add(ctx, deny, SCMP_SYS(setpriority), 1, other_a1);
   if (r == 0)
     r = seccomp_rule_add(ctx, deny, SCMP_SYS(setpriority), 1, SCMP_A0(SCMP_CMP_EQ, 2 /* PRIO_USER */));
   if (r == 0)
-    r = seccomp_rule_add(ctx, deny, SCMP_SYS(ioprio_set), 1, SCMP_A1(SCMP_CMP_NE, 0));
+    r = seccomp_rule_add(ctx, deny, SCMP_SYS(ioprio_set), 1, other_a1);
   if (r == 0)
     r = seccomp_rule_add(ctx, deny, SCMP_SYS(ioprio_set), 1,
                          SCMP_A0(SCMP_CMP_EQ, 3 /* IOPRIO_WHO_USER */));
-  /* Another process's scheduling likewise: SCHED_IDLE or one CPU for
-   * init would starve the watch that holds the run to its limits. */
   static const char *const sched[] = {"sched_setscheduler", "sched_setparam",
                                       "sched_setaffinity", "sched_setattr"};
   for (size_t i = 0; i < ARRAY_SIZE(sched) && r == 0; i++) {
     int nr = seccomp_syscall_resolve_name(sched[i]);
     if (nr != __NR_SCMP_ERROR)
-      r = seccomp_rule_add(ctx, deny, nr, 1, SCMP_A0(SCMP_CMP_NE, 0));
+      r = seccomp_rule_add(ctx, deny, nr, 1, other_a0);
   }
   if (r == 0 && block_unix)
     r = seccomp_rule_add(ctx, deny, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_EQ, AF_UNIX));

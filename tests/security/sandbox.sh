@@ -262,4 +262,44 @@ expect_eq "$HOME/.x" "$(printf '%s' "$json" | json_get denyRead.0)"
 expect_eq allow "$(printf '%s' "$json" | json_get network)"
 expect_contains "$(printf '%s' "$json" | json_get writeRoots)" "\"$ws\""
 
+# An id the namespace cannot map: the kernel would say EINVAL; a process on
+# a real machine, without privilege, gets EPERM, and programs tell them apart.
+t "set*id and chown to another id fail with EPERM, as outside"
+out=$(cr -- python3 -c '
+import os, errno
+open("idf", "w").close()
+u, g = os.getuid(), os.getgid()
+def t(fn):
+    try: fn(); return "ok"
+    except OSError as e: return errno.errorcode[e.errno]
+print(t(lambda: os.chown("idf", u + 1, -1)), t(lambda: os.chown("idf", -1, g + 1)),
+      t(lambda: os.fchown(os.open("idf", os.O_RDONLY), u + 1, -1)),
+      t(lambda: os.chown("idf", u + 1, -1, dir_fd=os.open(".", os.O_RDONLY))),
+      t(lambda: os.setuid(u + 1)), t(lambda: os.setgid(g + 1)), t(lambda: os.setreuid(-1, u + 1)),
+      t(lambda: os.setresgid(g, g, g + 3)),
+      t(lambda: os.chown("idf", u, g)), t(lambda: os.chown("idf", -1, -1)), t(lambda: os.setuid(u)),
+      t(lambda: os.setresuid(-1, -1, -1)))' 2>&1)
+expect_eq "EPERM EPERM EPERM EPERM EPERM EPERM EPERM EPERM ok ok ok ok" "$out"
+rm -f "$ws/idf"
+
+t "a process renices itself and its children by pid, never corral's init"
+out=$(cr -- sh -c 'renice -n 3 -p $$ >/dev/null && echo self; sleep 5 & renice -n 4 -p $! >/dev/null && echo child; kill $!
+renice -n 5 -p 1 >/dev/null 2>&1 || echo init-refused; chrt -i -p 0 1 2>/dev/null || echo sched-refused' 2>&1)
+expect_eq "self
+child
+init-refused
+sched-refused" "$out"
+
+if [ "${SANDBOX_AS:-root}" = inner ]; then
+  # CPython's own tests of these (test_os: chown without permission,
+  # priorities; test_subprocess: user and group), as an unprivileged user.
+  t "CPython's test_os and test_subprocess pass inside"
+  if [ -f /usr/lib/python3.11/test/test_os.py ]; then
+    out=$(cd "$ws" && timeout 600 "$CORRAL" run -- /usr/bin/python3 -m test test_os test_subprocess 2>&1 | tail -3)
+    expect_contains "$out" "Tests result: SUCCESS"
+  else
+    fail "CPython's test suite is not installed (libpython3.11-testsuite)"
+  fi
+fi
+
 finish
