@@ -525,6 +525,11 @@ typedef struct corral_exec_options {
   corral_adapter *adapter;       /* not owned; must outlive the exec; NULL: never runs */
   int stdio[3];                  /* not owned: the program's 0, 1, 2 */
   bool tty;                      /* stdio[0] is a terminal: make it the controlling one */
+  /* Instead of stdio, a terminal of the program's own, with the modes and
+   * size of stdio[0] (the caller's terminal): made inside the sandbox
+   * where it has a /dev of its own, so that the program finds it at its
+   * /dev/pts/N name, else a host's one.  Relay through corral_exec_pty. */
+  bool pty;
 } corral_exec_options;
 
 /* Returns 0 and a handle even when the sandbox could not be set up (then
@@ -533,6 +538,9 @@ CORRAL_EXTERN int corral_exec_start(const corral_exec_options *o, corral_exec **
                                     corral_error *err);
 /* Readable when the program has ended (or never started). */
 CORRAL_EXTERN int corral_exec_fd(const corral_exec *e);
+/* With options.pty: the master of the program's terminal (owned by the
+ * handle, closed by corral_exec_finish), or -1 when it never started. */
+CORRAL_EXTERN int corral_exec_pty(const corral_exec *e);
 /* Sends SIGINT, SIGTERM, SIGHUP or SIGQUIT to the program (through its init). */
 CORRAL_EXTERN int corral_exec_signal(corral_exec *e, int sig);
 /* Waits for the end, fills the outcome, frees the handle. */

@@ -29,6 +29,7 @@ struct corral_exec {
   corral_outcome outcome;
   char why[1200];
   int never_fd; /* read end of a closed pipe: readable at once */
+  int pty;      /* with options.pty: the terminal's master, or -1 */
 };
 
 int corral_exec_start(const corral_exec_options *o, corral_exec **out, corral_error *err) {
@@ -46,7 +47,8 @@ int corral_exec_start(const corral_exec_options *o, corral_exec **out, corral_er
     return error_set(err, -ENOMEM, ENOMEM, "out of memory");
   }
   e->adapter = o->adapter;
-  e->child.pid = e->child.pidfd = e->child.report_fd = e->never_fd = -1;
+  e->child.pid = e->child.pidfd = e->child.report_fd = e->never_fd = e->pty = -1;
+  e->child.pty_sock = -1;
   launch_reap_deferred();
   *out = e;
 
@@ -60,13 +62,30 @@ int corral_exec_start(const corral_exec_options *o, corral_exec **out, corral_er
              lerr.message);
   } else {
     e->prepared = true;
-    e->plan.tty = o->tty;
+    int stdio[3] = {o->stdio[0], o->stdio[1], o->stdio[2]}, slave = -1;
+    e->plan.tty = o->tty || o->pty;
+    if (o->pty && e->plan.own_dev) {
+      e->plan.pty_inside = true; /* init makes it in the sandbox's devpts */
+    } else if (o->pty && launch_pty_host(o->stdio[0], 0, 0, &e->pty, &slave) == 0) {
+      stdio[0] = stdio[1] = stdio[2] = slave;
+    } else if (o->pty) {
+      e->plan.tty = o->tty;
+    }
     if (report_buf_init(&e->report) < 0 ||
-        launch_start(&e->plan, o->stdio[0], o->stdio[1], o->stdio[2], &e->child, &lerr) < 0)
+        launch_start(&e->plan, stdio[0], stdio[1], stdio[2], &e->child, &lerr) < 0) {
       snprintf(e->why, sizeof e->why, "starting the %s sandbox: %s", e->adapter->name,
                lerr.message[0] ? lerr.message : "out of memory");
-    else
+    } else {
       e->launched = true;
+      if (e->plan.pty_inside) {
+        /* Shaped before the program starts (launch_pty_go). */
+        if ((e->pty = launch_pty_master(&e->child, 10000)) >= 0)
+          launch_pty_shape(e->pty, o->stdio[0], 0, 0);
+        launch_pty_go(&e->child);
+      }
+    }
+    if (slave >= 0)
+      close(slave); /* the program holds it now */
   }
   if (!e->launched) {
     int p[2];
@@ -81,6 +100,8 @@ int corral_exec_start(const corral_exec_options *o, corral_exec **out, corral_er
 }
 
 int corral_exec_fd(const corral_exec *e) { return e->launched ? e->child.pidfd : e->never_fd; }
+
+int corral_exec_pty(const corral_exec *e) { return e->pty; }
 
 int corral_exec_signal(corral_exec *e, int sig) {
   if (sig != SIGINT && sig != SIGTERM && sig != SIGHUP && sig != SIGQUIT)
@@ -99,6 +120,8 @@ static void exec_free(corral_exec *e) {
     close(e->child.report_fd);
   if (e->never_fd >= 0)
     close(e->never_fd);
+  if (e->pty >= 0)
+    close(e->pty);
   if (e->prepared && e->adapter->ops->cleanup)
     e->adapter->ops->cleanup(e->adapter, &e->plan);
   launch_plan_free(&e->plan);

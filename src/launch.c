@@ -47,6 +47,8 @@
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <termios.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -148,7 +150,8 @@ void launch_report_parse(launch_report *r, const void *buf, size_t len) {
         return;
       }
       r->limit = (corral_limit_hit){true, (corral_limit)rec->value, value, observed};
-      r->limit_bound = rec->aux != 0;
+      r->limit_bound = rec->aux & 1;
+      r->limit_pids_full = rec->aux & 2;
       break;
     }
     case REPORT_USAGE: {
@@ -605,12 +608,59 @@ static int command_main(void *arg) {
   _exit(cs->err == ENOENT && cs->step == 'e' ? 127 : 126);
 }
 
+/* The command's terminal, made in the sandbox's own devpts so that its
+ * /dev/pts/N exists inside (ttyname, `tty`, programs that reopen their
+ * terminal by name): the master goes to the supervisor (SCM_RIGHTS), which
+ * shapes it and says go.  0, or -1 after reporting. */
+static int pty_inside(int sock, int report_fd, int stdio[3]) {
+  int m = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC), unlock = 0, n = -1;
+  char slave[32];
+  if (m < 0 || ioctl(m, TIOCSPTLCK, &unlock) < 0 || ioctl(m, TIOCGPTN, &n) < 0) {
+    report_write(report_fd, REPORT_SETUP_FAILED, errno, 0, "terminal: the sandbox's /dev/ptmx");
+    return -1;
+  }
+  snprintf(slave, sizeof slave, "/dev/pts/%d", n);
+  int s = open(slave, O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (s < 0) {
+    report_write(report_fd, REPORT_SETUP_FAILED, errno, 0, "terminal: its /dev/pts entry");
+    return -1;
+  }
+  char ctrl[CMSG_SPACE(sizeof(int))] __attribute__((aligned(8)));
+  memset(ctrl, 0, sizeof ctrl);
+  char byte = 't';
+  struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+  struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctrl,
+                       .msg_controllen = sizeof ctrl};
+  struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  memcpy(CMSG_DATA(c), &m, sizeof m);
+  ssize_t r;
+  do
+    r = sendmsg(sock, &msg, MSG_NOSIGNAL);
+  while (r < 0 && errno == EINTR);
+  close(m);
+  /* Go (or the supervisor's end closed: it is gone, and so is the run). */
+  do
+    r = read(sock, &byte, 1);
+  while (r < 0 && errno == EINTR);
+  close(sock);
+  if (r != 1) {
+    report_write(report_fd, REPORT_SETUP_FAILED, r < 0 ? errno : EPIPE, 0,
+                 "terminal: handing it over");
+    return -1;
+  }
+  stdio[0] = stdio[1] = stdio[2] = s;
+  return 0;
+}
+
 /* The command runs on this stack until its execve; init is suspended
  * meanwhile (vfork semantics), so one static stack serves. */
 static char command_stack[64 * 1024] __attribute__((aligned(16)));
 
 static _Noreturn void init_main(const launch_plan *plan, int stdio[3], int report_fd,
-                                pid_t parent, struct watched *watch_table) {
+                                int pty_sock, pid_t parent, struct watched *watch_table) {
   watched = watch_table;
   bool pid_ns = (plan->clone_flags & CLONE_NEWPID) != 0;
   struct init_state st = {.command = -1, .watch_fd = -1, .plan = plan};
@@ -660,6 +710,9 @@ static _Noreturn void init_main(const launch_plan *plan, int stdio[3], int repor
     report_write(report_fd, REPORT_SETUP_FAILED, errno, 0, "init: make not dumpable");
     _exit(125);
   }
+
+  if (plan->pty_inside && pty_inside(pty_sock, report_fd, stdio) < 0)
+    _exit(125);
 
   /* Descriptors: stdio to 0-2 (via copies above 2, since they may overlap),
    * the report pipe kept, everything else from the supervisor closed. */
@@ -733,6 +786,7 @@ static _Noreturn void init_main(const launch_plan *plan, int stdio[3], int repor
     _exit(125);
   }
   st.command = pid;
+  limits_init_spawned();
   if (cs.step == 's')
     ; /* command_setup reported the failed step itself */
   else if (cs.err)
@@ -798,17 +852,27 @@ static _Noreturn void init_main(const launch_plan *plan, int stdio[3], int repor
 
 int launch_start(const launch_plan *plan, int stdin_fd, int stdout_fd, int stderr_fd,
                  launch_child *child, corral_error *err) {
-  int report[2];
+  int report[2], pty[2] = {-1, -1};
   child->pid = -1;
   child->pidfd = -1;
   child->report_fd = -1;
-  if (pipe2(report, O_CLOEXEC) < 0)
+  child->pty_sock = -1;
+  if (plan->pty_inside && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pty) < 0)
+    return error_sys(err, "creating the terminal's socket");
+  if (pipe2(report, O_CLOEXEC) < 0) {
+    int e = errno;
+    if (pty[0] >= 0)
+      close(pty[0]), close(pty[1]);
+    errno = e;
     return error_sys(err, "creating the report pipe");
+  }
   pid_t parent = getpid();
   int pidfd = -1;
   struct watched *table = calloc(plan->nwatch ? plan->nwatch : 1, sizeof *table);
   if (!table) {
     close(report[0]), close(report[1]);
+    if (pty[0] >= 0)
+      close(pty[0]), close(pty[1]);
     return error_set(err, -ENOMEM, ENOMEM, "out of memory");
   }
   /* sync 1 */
@@ -817,16 +881,23 @@ int launch_start(const launch_plan *plan, int stdin_fd, int stdout_fd, int stder
     int e = errno;
     free(table);
     close(report[0]), close(report[1]);
+    if (pty[0] >= 0)
+      close(pty[0]), close(pty[1]);
     errno = e;
     return error_sys(err, "clone3 of the sandbox init (flags %#lx)", plan->clone_flags);
   }
   if (pid == 0) {
     int stdio[3] = {stdin_fd, stdout_fd, stderr_fd};
     close(report[0]);
-    init_main(plan, stdio, report[1], parent, table);
+    if (pty[0] >= 0)
+      close(pty[0]);
+    init_main(plan, stdio, report[1], pty[1], parent, table);
   }
   free(table); /* init has its own copy */
   close(report[1]);
+  if (pty[1] >= 0)
+    close(pty[1]);
+  child->pty_sock = pty[0];
   fcntl(report[0], F_SETFL, O_NONBLOCK);
   child->pid = pid;
   child->pidfd = pidfd;
@@ -840,6 +911,65 @@ static void send_signal(const launch_child *child, int sig) {
 }
 
 void launch_terminate(const launch_child *child) { send_signal(child, SIGUSR1); }
+
+int launch_pty_master(launch_child *child, int timeout_ms) {
+  if (child->pty_sock < 0)
+    return -1;
+  struct pollfd p = {.fd = child->pty_sock, .events = POLLIN};
+  if (poll(&p, 1, timeout_ms) <= 0)
+    return -1;
+  char byte, ctrl[CMSG_SPACE(sizeof(int))] __attribute__((aligned(8)));
+  struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+  struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctrl,
+                       .msg_controllen = sizeof ctrl};
+  ssize_t r = recvmsg(child->pty_sock, &msg, MSG_CMSG_CLOEXEC);
+  struct cmsghdr *c = r == 1 ? CMSG_FIRSTHDR(&msg) : NULL;
+  int fd = -1;
+  if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+      c->cmsg_len == CMSG_LEN(sizeof(int)))
+    memcpy(&fd, CMSG_DATA(c), sizeof fd);
+  return fd;
+}
+
+void launch_pty_go(launch_child *child) {
+  if (child->pty_sock < 0)
+    return;
+  ssize_t ignored = send(child->pty_sock, "g", 1, MSG_NOSIGNAL);
+  (void)ignored;
+  close(child->pty_sock);
+  child->pty_sock = -1;
+}
+
+void launch_pty_shape(int master, int like, unsigned short rows, unsigned short cols) {
+  struct termios t;
+  /* On Linux a master's modes are its slave's. */
+  if (like >= 0 && tcgetattr(like, &t) == 0)
+    tcsetattr(master, TCSANOW, &t);
+  struct winsize ws = {.ws_row = rows ? rows : 24, .ws_col = cols ? cols : 80};
+  if (like >= 0)
+    ioctl(like, TIOCGWINSZ, &ws);
+  ioctl(master, TIOCSWINSZ, &ws);
+}
+
+int launch_pty_host(int like, unsigned short rows, unsigned short cols, int *master, int *slave) {
+  int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+  char name[128];
+  if (m < 0)
+    return -1;
+  int s = grantpt(m) == 0 && unlockpt(m) == 0 && ptsname_r(m, name, sizeof name) == 0
+              ? open(name, O_RDWR | O_NOCTTY | O_CLOEXEC)
+              : -1;
+  if (s < 0) {
+    int e = errno;
+    close(m);
+    errno = e;
+    return -1;
+  }
+  launch_pty_shape(m, like, rows, cols);
+  *master = m;
+  *slave = s;
+  return 0;
+}
 void launch_signal(const launch_child *child, int sig) { send_signal(child, sig); }
 /* Inits that reported but had not finished exiting; shared by every
  * runner, session manager and exec in the process, whatever thread. */

@@ -26,8 +26,8 @@ enum report_type {
   REPORT_SETUP_FAILED,  /* value: errno; text: which step failed, and how */
   REPORT_DENIAL,        /* value: capability kind; text: the exact scope */
   REPORT_EXITED,        /* value: the command's wait status; aux: 1 if killed by init */
-  REPORT_LIMIT,         /* value: corral_limit; aux: 1 if observed is an upper bound;
-                           text: "<limit> <observed>" */
+  REPORT_LIMIT,         /* value: corral_limit; aux: 1 if observed is an upper bound,
+                           2 if no process could start; text: "<limit> <observed>" */
   REPORT_USAGE,         /* text: "<peak memory bytes> <cpu ms> <peak tasks>" */
 };
 
@@ -58,6 +58,7 @@ typedef struct launch_report {
   corral_denial denial;    /* first denial; owned strings */
   corral_limit_hit limit;  /* the limit that ended the run */
   bool limit_bound;        /* its observed value is an upper bound */
+  bool limit_pids_full;    /* no process could start */
   corral_usage usage;
   char protected_paths[8][REPORT_TEXT_MAX]; /* protected paths the command created */
   size_t nprotected;
@@ -114,6 +115,13 @@ typedef struct launch_plan {
   unsigned long clone_flags;    /* namespaces for init (CLONE_NEW*) */
   bool adapter_owns_launch;     /* only a LAUNCHED record says "launched" */
   bool tty;                     /* stdin is a terminal: make it the controlling one */
+  /* The adapter builds a /dev of its own (with its own devpts), where a
+   * terminal made inside has its /dev/pts/N name. */
+  bool own_dev;
+  /* Init makes the command's terminal in the sandbox's devpts and hands its
+   * master over (launch_pty_master); stdio given to launch_start is not
+   * used.  Only with own_dev. */
+  bool pty_inside;
   launch_init_setup_fn init_setup;
   launch_command_setup_fn command_setup; /* or NULL */
   /* Init is alone in a Landlock domain that scopes signals, the command's
@@ -139,12 +147,26 @@ typedef struct launch_child {
   pid_t pid;       /* init's pid, as the supervisor sees it */
   int pidfd;       /* signals go through this, never through pid */
   int report_fd;   /* read end of the report pipe, non-blocking */
+  int pty_sock;    /* with pty_inside: where init hands the master over, else -1 */
 } launch_child;
 
 /* Starts init with stdio on the given descriptors (not consumed).
  * Returns 0 or a negative code with err naming the step. */
 int launch_start(const launch_plan *plan, int stdin_fd, int stdout_fd, int stderr_fd,
                  launch_child *child, corral_error *err);
+
+/* With pty_inside: the master of the command's terminal, made by init in
+ * the sandbox's devpts, or -1 when init ended first (its report says why)
+ * or timeout_ms passed.  The command starts only after launch_pty_go, so
+ * that the modes and size can be set on the master first. */
+int launch_pty_master(launch_child *child, int timeout_ms);
+void launch_pty_go(launch_child *child);
+/* A terminal of the host's: master and slave, the slave with the modes of
+ * `like` (a terminal, or -1) and the size of `like`, else rows x cols
+ * (0: 24 x 80).  0 or -1 with errno. */
+int launch_pty_host(int like, unsigned short rows, unsigned short cols, int *master, int *slave);
+/* The modes and size of `like` (else rows x cols) on a terminal's master. */
+void launch_pty_shape(int master, int like, unsigned short rows, unsigned short cols);
 
 /* Asks init to end the whole tree: SIGTERM to every process, a grace period,
  * then SIGKILL.  Safe after init has exited (the pidfd says ESRCH). */

@@ -281,13 +281,24 @@ static int write_small(const char *path, int64_t value) {
   return w == n ? 0 : -1;
 }
 
+void limits_init_spawned(void) {
+  /* 0 again, as it was (not below the minimum it was given: that needs a
+   * privilege) — where it can: without a pid namespace, init killed first
+   * would leave no one to end the command's tree.  In one, init's /proc
+   * entries are root's by now (it is not dumpable) and it stays preferred
+   * with the command: there its death ends the whole namespace. */
+  write_small("/proc/self/oom_score_adj", 0);
+}
+
 /* The lowest pid_max the kernel takes (RESERVED_PIDS + 1). */
 #define PID_MAX_MIN 301
 
 int limits_init_apply(const struct run_limits *rl, int report_fd) {
   /* The host's OOM killer takes the run's processes before anything of the
    * host's (the agent among them).  Raising one's own score needs no
-   * privilege; a command that lowers it again only undoes this. */
+   * privilege; the command inherits it, and init takes its own back once
+   * the command runs (limits_init_spawned).  A command that lowers its own
+   * again only undoes this for itself. */
   write_small("/proc/self/oom_score_adj", 1000);
   /* Init and its helpers (gone before the command starts, but their pids may be
    * taken still) are not the command's; the command gets the rest.  Below the kernel's
@@ -347,15 +358,30 @@ void limits_command_apply(const struct run_limits *rl) {
  * be read (not dumpable) counts with its resident size. */
 #define EXACT_WAIT_MS 500
 
-static int64_t share_of(int proc_fd, pid_t pid, int64_t resident) {
-  char path[40], buf[2048];
-  snprintf(path, sizeof path, "%d/smaps_rollup", (int)pid);
+/* A small /proc file of a process, NUL-terminated; its length or -1. */
+static ssize_t read_proc(int proc_fd, pid_t pid, const char *name, char *buf, size_t size) {
+  char path[48];
+  snprintf(path, sizeof path, "%d/%s", (int)pid, name);
   int fd = openat(proc_fd, path, O_RDONLY | O_CLOEXEC);
-  ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+  ssize_t n = fd >= 0 ? read(fd, buf, size - 1) : -1;
   if (fd >= 0)
     close(fd);
-  if (n <= 0)
-    return resident;
+  if (n >= 0)
+    buf[n] = '\0';
+  return n;
+}
+
+static int64_t share_of(int proc_fd, pid_t pid, long page_size) {
+  char buf[2048];
+  ssize_t n = read_proc(proc_fd, pid, "smaps_rollup", buf, sizeof buf);
+  if (n <= 0) {
+    /* Not ours to read (a process that made itself not dumpable, or one
+     * running a binary it cannot read): its resident size, never 0. */
+    long long size, resident = 0;
+    if (read_proc(proc_fd, pid, "statm", buf, sizeof buf) > 0)
+      sscanf(buf, "%lld %lld", &size, &resident);
+    return resident * page_size;
+  }
   buf[n] = '\0';
   int64_t kb = 0;
   for (char *line = buf; line; line = strchr(line, '\n'), line = line ? line + 1 : NULL)
@@ -373,7 +399,7 @@ static void exact_start(struct limits_watch *w, const pid_t *pids, size_t n) {
     close(p[0]);
     int64_t sum = 0;
     for (size_t i = 0; i < n; i++)
-      sum += share_of(w->proc_fd, pids[i], 0);
+      sum += share_of(w->proc_fd, pids[i], w->rl->page_size);
     ssize_t ignored = write(p[1], &sum, sizeof sum);
     (void)ignored;
     _exit(0);
@@ -562,10 +588,14 @@ static int64_t rusage_ms(const struct rusage *ru) {
  * are read: a fork bomb is ended without reading thousands of files) or of
  * tasks.  With the kernel holding the cap, the count may stay below it
  * while the pid space is full: then a probe says so. */
-static bool processes_crossed(const struct limits_watch *w, int64_t count) {
+static bool processes_crossed(struct limits_watch *w, int64_t count) {
   int64_t max = w->rl->v[CORRAL_LIMIT_PROCESSES];
-  return max && (count >= max ||
-                 ((w->rl->pid_max || w->rl->nproc) && count >= max / 4 && pids_exhausted()));
+  if (!max)
+    return false;
+  if (count >= max)
+    return true;
+  w->pids_full = (w->rl->pid_max || w->rl->nproc) && count >= max / 4 && pids_exhausted();
+  return w->pids_full;
 }
 
 static void crossed(struct limits_watch *w, corral_limit which, int64_t observed) {
@@ -633,9 +663,12 @@ void limits_watch_tick(struct limits_watch *w, const pid_t *pids, size_t n) {
   }
   if (v[CORRAL_LIMIT_CPU_TIME] && cpu >= v[CORRAL_LIMIT_CPU_TIME])
     return crossed(w, CORRAL_LIMIT_CPU_TIME, cpu);
-  /* The next look comes before the nearest limit could have been reached. */
-  int64_t next = rl->pid_max || rl->nproc || !v[CORRAL_LIMIT_PROCESSES] ? TICK_MAX_MS
-                                                                        : TICK_MAX_UNCAPPED_MS;
+  /* The next look comes before the nearest limit could have been reached;
+   * with the watch alone holding the process count, at once while it grows
+   * (a fork bomb gets one look's time, not many). */
+  bool capped = rl->pid_max || rl->nproc || !v[CORRAL_LIMIT_PROCESSES];
+  int64_t next = capped ? TICK_MAX_MS : s.tasks > w->last_tasks ? TICK_MIN_MS : TICK_MAX_UNCAPPED_MS;
+  w->last_tasks = s.tasks;
   if (w->memory) {
     int64_t ms = (w->memory - s.memory) / MEMORY_RATE_PER_MS;
     if (ms < next)
@@ -674,7 +707,8 @@ void limits_report(struct limits_watch *w, bool killed_by_signal, int report_fd)
   if (w->hit) {
     snprintf(text, sizeof text, "%" PRId64 " %" PRId64,
              w->hit == CORRAL_LIMIT_MEMORY ? w->memory : w->rl->v[w->hit], w->observed);
-    report_write(report_fd, REPORT_LIMIT, (int)w->hit, w->observed_bound, text);
+    report_write(report_fd, REPORT_LIMIT, (int)w->hit,
+                 (w->observed_bound ? 1 : 0) | (w->pids_full ? 2 : 0), text);
   }
   snprintf(text, sizeof text, "%" PRId64 " %" PRId64 " %" PRId64, peak, cpu,
            w->peak_tasks ? w->peak_tasks : 1);

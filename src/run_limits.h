@@ -73,6 +73,8 @@ const char *limits_mechanism(const struct run_limits *rl, corral_limit which);
 /* First thing in init: the pid namespace's pid_max, and the OOM killer's
  * preference.  0, or -1 after reporting the failed step. */
 int limits_init_apply(const struct run_limits *rl, int report_fd);
+/* In init once the command is spawned: its own OOM preference given back. */
+void limits_init_spawned(void);
 /* In init before the command starts: RLIMIT_NPROC (inherited by it). */
 void limits_init_nproc(const struct run_limits *rl);
 /* In the command's process before execve: the other rlimits. */
@@ -92,6 +94,8 @@ struct limits_watch {
   corral_limit hit; /* 0 until a limit is crossed */
   int64_t observed;
   bool observed_bound; /* observed is an upper bound (the exact one could not be had) */
+  bool pids_full;      /* the probe found the pid space full */
+  int64_t last_tasks;  /* at the last look */
   pid_t exact_pid;      /* the helper reading the exact memory (run_limits.c), or 0 */
   int exact_fd;         /* its answer, or -1 */
   int64_t exact_started;

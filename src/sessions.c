@@ -624,29 +624,6 @@ static char *command_line(const corral_request *req) {
   return s;
 }
 
-/* A PTY pair; the slave is opened here (the command inherits it). */
-static int open_pty(unsigned short rows, unsigned short cols, int *master, int *slave) {
-  int mfd = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
-  char name[128];
-  if (mfd < 0)
-    return -1;
-  if (grantpt(mfd) < 0 || unlockpt(mfd) < 0 || ptsname_r(mfd, name, sizeof name) != 0) {
-    close(mfd);
-    return -1;
-  }
-  int sfd = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
-  if (sfd < 0) {
-    close(mfd);
-    return -1;
-  }
-  struct winsize ws = {.ws_row = rows ? rows : 24, .ws_col = cols ? cols : 80};
-  ioctl(mfd, TIOCSWINSZ, &ws);
-  *master = mfd;
-  *slave = sfd;
-  return 0;
-}
-
-
 /* Starts the process; on failure the session's outcome says why. */
 static void launch(corral_sessions *m, struct session *s, const corral_session_options *o) {
   corral_error err = {0};
@@ -663,7 +640,13 @@ static void launch(corral_sessions *m, struct session *s, const corral_session_o
   }
   int child_in = -1, child_out = -1;
   s->tty = false;
-  if (o->tty && open_pty(o->rows, o->cols, &s->out_fd, &child_out) == 0) {
+  /* A terminal of the sandbox's own where it has a /dev of its own (its
+   * /dev/pts/N is there), else one of the host's. */
+  bool inside = o->tty && s->plan.own_dev;
+  if (inside) {
+    s->tty = true;
+    s->plan.pty_inside = true;
+  } else if (o->tty && launch_pty_host(-1, o->rows, o->cols, &s->out_fd, &child_out) == 0) {
     s->tty = true;
     s->in_fd = fcntl(s->out_fd, F_DUPFD_CLOEXEC, 0);
     child_in = child_out;
@@ -686,15 +669,28 @@ static void launch(corral_sessions *m, struct session *s, const corral_session_o
     s->in_fd = in[1];
   }
   s->plan.tty = s->tty;
-  fcntl(s->out_fd, F_SETFL, O_NONBLOCK);
-  fcntl(s->in_fd, F_SETFL, O_NONBLOCK);
   if (o->flags & CORRAL_RUN_CHANGES)
     corral_snapshot_take(s->req.workspace_roots[0], NULL, 0, &s->before, NULL);
   int r = report_buf_init(&s->report) < 0 ? -ENOMEM
           : launch_start(&s->plan, child_in, child_out, child_out, &s->child, &err);
-  if (child_in != child_out)
+  if (child_in != child_out && child_in >= 0)
     close(child_in);
-  close(child_out);
+  if (child_out >= 0)
+    close(child_out);
+  if (r == 0 && inside) {
+    /* Init made the terminal; without it (init ended first), a closed pipe
+     * stands in, and the report says why. */
+    s->out_fd = launch_pty_master(&s->child, 10000);
+    if (s->out_fd >= 0)
+      launch_pty_shape(s->out_fd, -1, o->rows, o->cols);
+    launch_pty_go(&s->child);
+    int p[2];
+    if (s->out_fd < 0 && pipe2(p, O_CLOEXEC) == 0)
+      close(p[1]), s->out_fd = p[0];
+    s->in_fd = s->out_fd >= 0 ? fcntl(s->out_fd, F_DUPFD_CLOEXEC, 0) : -1;
+  }
+  fcntl(s->out_fd, F_SETFL, O_NONBLOCK);
+  fcntl(s->in_fd, F_SETFL, O_NONBLOCK);
   if (r < 0) {
     snprintf(why, sizeof why, "starting the %s sandbox: %s", s->adapter->name, err.message);
     close(s->out_fd);

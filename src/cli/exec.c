@@ -397,31 +397,6 @@ static int report_write(const char *path, struct report_file *rf, const corral_o
   return rc;
 }
 
-/* Opens a PTY sized like the caller's terminal. */
-static int open_pty(int *master, int *slave) {
-  int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
-  char name[128];
-  if (m < 0 || grantpt(m) < 0 || unlockpt(m) < 0 || ptsname_r(m, name, sizeof name) != 0) {
-    if (m >= 0)
-      close(m);
-    return -1;
-  }
-  int s = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
-  if (s < 0) {
-    close(m);
-    return -1;
-  }
-  struct termios t;
-  if (tcgetattr(STDIN_FILENO, &t) == 0)
-    tcsetattr(s, TCSANOW, &t); /* the program starts with the caller's modes */
-  struct winsize ws;
-  if (ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) == 0)
-    ioctl(m, TIOCSWINSZ, &ws);
-  *master = m;
-  *slave = s;
-  return 0;
-}
-
 /* Relays caller <-> PTY until the program ends; forwards signals. */
 static void relay(corral_exec *e, int master, int sfd) {
   char buf[65536];
@@ -521,33 +496,32 @@ int cmd_exec(int argc, char **argv) {
   signal(SIGPIPE, SIG_IGN);
 
   corral_exec_options o = {.request = &req, .adapter = sb.adapter, .stdio = {0, 1, 2}};
-  int master = -1, slave = -1;
+  int master = -1;
   save_terminals();
   atexit(restore_terminal);
   int fatal[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL};
   for (size_t i = 0; i < sizeof fatal / sizeof fatal[0]; i++)
     signal(fatal[i], fatal_signal);
-  if (isatty(STDIN_FILENO) && open_pty(&master, &slave) == 0) {
-    o.tty = true;
-    o.stdio[0] = o.stdio[1] = o.stdio[2] = slave;
-    if (tcgetattr(STDIN_FILENO, &saved_modes) == 0) {
-      modes_saved = true;
-      struct termios raw = saved_modes;
-      cfmakeraw(&raw);
-      tcsetattr(STDIN_FILENO, TCSAFLUSH, &raw);
-    }
+  if (isatty(STDIN_FILENO)) {
+    o.pty = true; /* shaped like the caller's terminal, which turns raw once it is */
+    modes_saved = tcgetattr(STDIN_FILENO, &saved_modes) == 0;
   }
   corral_exec *e = NULL;
   corral_error err = {0};
-  if (corral_exec_start(&o, &e, &err) < 0) {
+  int started = corral_exec_start(&o, &e, &err);
+  if (modes_saved) {
+    struct termios raw = saved_modes;
+    cfmakeraw(&raw);
+    tcsetattr(STDIN_FILENO, TCSAFLUSH, &raw);
+  }
+  if (started < 0) {
     restore_terminal();
     fprintf(stderr, "corral exec: %s\n", err.message);
     rc = EXIT_USAGE;
     if (args.report)
       report_discard(args.report, &report);
   } else {
-    if (slave >= 0)
-      close(slave); /* the program holds it now */
+    master = corral_exec_pty(e);
     if (master >= 0)
       relay(e, master, sfd);
     else
@@ -561,8 +535,6 @@ int cmd_exec(int argc, char **argv) {
       rc = report_write(args.report, &report, &out, rc);
     corral_outcome_free(&out);
   }
-  if (master >= 0)
-    close(master);
   corral_request_free(&req);
   cli_sandbox_close(&sb, &args.pf);
   close(sfd);

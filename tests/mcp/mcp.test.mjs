@@ -147,6 +147,19 @@ test("close_stdin ends a pipe session's input: cat sees EOF", async () => {
   assert.equal(w.structuredContent.exitCode, 0);
 });
 
+test("a tty session's terminal has its /dev/pts name inside, and no other of the host's is there", async () => {
+  const r = await call("exec_command", {
+    cmd: "tty; python3 -c 'import os; print(os.ttyname(0))'; ls /dev/pts",
+    tty: true,
+    yield_time_ms: 5000,
+  });
+  const lines = r.structuredContent.output.split(/\r?\n/).filter((l) => l);
+  assert.match(lines[0], /^\/dev\/pts\/\d+$/);
+  assert.equal(lines[1], lines[0]);
+  const names = lines.slice(2).join(" ").split(/\s+/).sort();
+  assert.deepEqual(names, [lines[0].split("/").pop(), "ptmx"].sort());
+});
+
 test("cat in a PTY echoes what is typed and ends on ^D", async () => {
   const r = await call("exec_command", { cmd: "cat", tty: true, yield_time_ms: 250 });
   const id = r.structuredContent.sessionId;
