@@ -54,6 +54,34 @@ PY
 )
 expect_eq "0 True 40 100 True" "$out"
 
+t "on a terminal, the program's own terminal is at its /dev/pts name, with the caller's modes and size"
+out=$(python3 - "$CORRAL" <<'PY'
+import os, pty, select, subprocess, sys, termios, fcntl, struct, time
+m, s = pty.openpty()
+fcntl.ioctl(s, termios.TIOCSWINSZ, struct.pack("HHHH", 37, 91, 0, 0))
+attrs = termios.tcgetattr(s)
+attrs[3] &= ~termios.ECHO   # the caller's terminal without echo: the program's starts so too
+termios.tcsetattr(s, termios.TCSANOW, attrs)
+p = subprocess.Popen([sys.argv[1], "exec", "--", "sh", "-c",
+                      "tty; python3 -c 'import os; print(os.ttyname(0))'; stty size; stty -a | grep -o -- '-echo ' | head -1; ls /dev/pts | tr '\\n' ' '"],
+                     stdin=s, stdout=s, stderr=s)
+out = b""
+deadline = time.time() + 20
+while time.time() < deadline:
+    if select.select([m], [], [], 0.2)[0]:
+        try: out += os.read(m, 4096)
+        except OSError: break
+    elif p.poll() is not None:
+        break
+p.wait()
+lines = [l.strip() for l in out.decode().splitlines() if l.strip()]
+name = lines[0]
+print(name.startswith("/dev/pts/"), lines[1] == name, lines[2], lines[3],
+      sorted(lines[4].split()) == sorted([name.split("/")[-1], "ptmx"]))
+PY
+)
+expect_eq "True True 37 91 -echo True" "$out"
+
 t "a write outside the workspace fails as under run"
 "$CORRAL" exec -- sh -c 'echo x > /etc/corral-exec-probe' 2>/dev/null && fail "write succeeded" || pass
 expect_absent /etc/corral-exec-probe
