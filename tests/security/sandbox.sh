@@ -290,16 +290,4 @@ child
 init-refused
 sched-refused" "$out"
 
-if [ "${SANDBOX_AS:-root}" = inner ]; then
-  # CPython's own tests of these (test_os: chown without permission,
-  # priorities; test_subprocess: user and group), as an unprivileged user.
-  t "CPython's test_os and test_subprocess pass inside"
-  if [ -f /usr/lib/python3.11/test/test_os.py ]; then
-    out=$(cd "$ws" && timeout 600 "$CORRAL" run -- /usr/bin/python3 -m test test_os test_subprocess 2>&1 | tail -3)
-    expect_contains "$out" "Tests result: SUCCESS"
-  else
-    fail "CPython's test suite is not installed (libpython3.11-testsuite)"
-  fi
-fi
-
 finish
