@@ -287,7 +287,8 @@ void limits_init_spawned(void) {
    * would leave no one to end the command's tree.  In one, init's /proc
    * entries are root's by now (it is not dumpable) and it stays preferred
    * with the command: there its death ends the whole namespace. */
-  write_small("/proc/self/oom_score_adj", 0);
+  if (getpid() != 1)
+    write_small("/proc/self/oom_score_adj", 0);
 }
 
 /* The lowest pid_max the kernel takes (RESERVED_PIDS + 1). */
