@@ -413,18 +413,23 @@ struct init_state {
 };
 
 /* The run's processes (init not among them) into tree_pids; how many. */
+/* The list stops at the process limit: past it the run ends anyway, and a
+ * look must not cost what a fork bomb has made (without a pid namespace,
+ * a file or two for each of its processes, while it grows). */
 static size_t list_tree(const struct init_state *st) {
   pid_t self = getpid();
+  int64_t max = st->plan->limits.v[CORRAL_LIMIT_PROCESSES];
+  size_t cap = max > 0 && (uint64_t)max < ARRAY_SIZE(tree_pids) ? (size_t)max : ARRAY_SIZE(tree_pids);
   if (self != 1) {
     size_t n = read_children(self, 0);
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n && n < cap; i++)
       n = read_children(tree_pids[i], n);
     return n;
   }
   struct dir_iter it;
   size_t n = 0;
   dir_rewind(&it, st->limits.proc_fd);
-  for (const char *name; (name = dir_next(&it, NULL)) && n < ARRAY_SIZE(tree_pids);) {
+  for (const char *name; (name = dir_next(&it, NULL)) && n < cap;) {
     char *end;
     long pid = strtol(name, &end, 10);
     if (*end == '\0' && pid > 1)
