@@ -77,12 +77,8 @@ int corral_exec_start(const corral_exec_options *o, corral_exec **out, corral_er
                lerr.message[0] ? lerr.message : "out of memory");
     } else {
       e->launched = true;
-      if (e->plan.pty_inside) {
-        /* Shaped before the program starts (launch_pty_go). */
-        if ((e->pty = launch_pty_master(&e->child, 10000)) >= 0)
-          launch_pty_shape(e->pty, o->stdio[0], 0, 0);
-        launch_pty_go(&e->child);
-      }
+      if (e->plan.pty_inside) /* shaped like stdio[0] before the program starts */
+        e->pty = launch_pty_receive(&e->child, o->stdio[0], 0, 0);
     }
     if (slave >= 0)
       close(slave); /* the program holds it now */

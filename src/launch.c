@@ -412,10 +412,10 @@ struct init_state {
   struct limits_watch limits;
 };
 
-/* The run's processes (init not among them) into tree_pids; how many. */
-/* The list stops at the process limit: past it the run ends anyway, and a
- * look must not cost what a fork bomb has made (without a pid namespace,
- * a file or two for each of its processes, while it grows). */
+/* The run's processes (init not among them) into tree_pids; how many.  The
+ * list stops at the process limit: past it the run ends anyway, and a look
+ * must not cost what a fork bomb has made (without a pid namespace, a file
+ * or two for each of its processes, while it grows). */
 static size_t list_tree(const struct init_state *st) {
   pid_t self = getpid();
   int64_t max = st->plan->limits.v[CORRAL_LIMIT_PROCESSES];
@@ -512,12 +512,11 @@ static bool check_protected(struct init_state *st, int report_fd) {
 static void reap(struct init_state *st) {
   int status;
   pid_t p;
-  while ((p = waitpid(-1, &status, WNOHANG | __WALL)) > 0) {
+  while ((p = waitpid(-1, &status, WNOHANG | __WALL)) > 0)
     if (p == st->command) {
       st->command_done = true;
       st->command_status = status;
     }
-  }
 }
 
 static int status_to_code(int status) {
@@ -917,11 +916,9 @@ static void send_signal(const launch_child *child, int sig) {
 
 void launch_terminate(const launch_child *child) { send_signal(child, SIGUSR1); }
 
-int launch_pty_master(launch_child *child, int timeout_ms) {
-  if (child->pty_sock < 0)
-    return -1;
+static int pty_master(launch_child *child) {
   struct pollfd p = {.fd = child->pty_sock, .events = POLLIN};
-  if (poll(&p, 1, timeout_ms) <= 0)
+  if (poll(&p, 1, 10000) <= 0)
     return -1;
   char byte, ctrl[CMSG_SPACE(sizeof(int))] __attribute__((aligned(8)));
   struct iovec iov = {.iov_base = &byte, .iov_len = 1};
@@ -936,13 +933,18 @@ int launch_pty_master(launch_child *child, int timeout_ms) {
   return fd;
 }
 
-void launch_pty_go(launch_child *child) {
+int launch_pty_receive(launch_child *child, int like, unsigned short rows, unsigned short cols) {
   if (child->pty_sock < 0)
-    return;
-  ssize_t ignored = send(child->pty_sock, "g", 1, MSG_NOSIGNAL);
-  (void)ignored;
+    return -1;
+  int master = pty_master(child);
+  if (master >= 0) {
+    launch_pty_shape(master, like, rows, cols);
+    ssize_t ignored = send(child->pty_sock, "g", 1, MSG_NOSIGNAL); /* go */
+    (void)ignored;
+  }
   close(child->pty_sock);
   child->pty_sock = -1;
+  return master;
 }
 
 void launch_pty_shape(int master, int like, unsigned short rows, unsigned short cols) {

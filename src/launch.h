@@ -119,7 +119,7 @@ typedef struct launch_plan {
    * terminal made inside has its /dev/pts/N name. */
   bool own_dev;
   /* Init makes the command's terminal in the sandbox's devpts and hands its
-   * master over (launch_pty_master); stdio given to launch_start is not
+   * master over (launch_pty_receive); stdio given to launch_start is not
    * used.  Only with own_dev. */
   bool pty_inside;
   launch_init_setup_fn init_setup;
@@ -156,11 +156,10 @@ int launch_start(const launch_plan *plan, int stdin_fd, int stdout_fd, int stder
                  launch_child *child, corral_error *err);
 
 /* With pty_inside: the master of the command's terminal, made by init in
- * the sandbox's devpts, or -1 when init ended first (its report says why)
- * or timeout_ms passed.  The command starts only after launch_pty_go, so
- * that the modes and size can be set on the master first. */
-int launch_pty_master(launch_child *child, int timeout_ms);
-void launch_pty_go(launch_child *child);
+ * the sandbox's devpts and shaped here (launch_pty_shape) before init lets
+ * the command start; -1 when init ended first (its report says why) or
+ * 10 s passed. */
+int launch_pty_receive(launch_child *child, int like, unsigned short rows, unsigned short cols);
 /* A terminal of the host's: master and slave, the slave with the modes of
  * `like` (a terminal, or -1) and the size of `like`, else rows x cols
  * (0: 24 x 80).  0 or -1 with errno. */

@@ -301,9 +301,11 @@ int limits_init_apply(const struct run_limits *rl, int report_fd) {
    * the command runs (limits_init_spawned).  A command that lowers its own
    * again only undoes this for itself. */
   write_small("/proc/self/oom_score_adj", 1000);
-  /* Init and its helpers (gone before the command starts, but their pids may be
-   * taken still) are not the command's; the command gets the rest.  Below the kernel's
-   * minimum, RLIMIT_NPROC or the watch holds the exact number. */
+  /* Init and its helpers (gone before the command starts, but their pids
+   * may be taken still) are not the command's; the command gets the rest.
+   * Below the kernel's minimum the watch holds the exact number.  Where the
+   * file cannot be written (a container's read-only /proc/sys), the watch
+   * holds it alone. */
   if (rl->pid_max) {
     int64_t want = rl->v[CORRAL_LIMIT_PROCESSES] + 3;
     if (want < PID_MAX_MIN)
@@ -383,7 +385,6 @@ static int64_t share_of(int proc_fd, pid_t pid, long page_size) {
       sscanf(buf, "%lld %lld", &size, &resident);
     return resident * page_size;
   }
-  buf[n] = '\0';
   int64_t kb = 0;
   for (char *line = buf; line; line = strchr(line, '\n'), line = line ? line + 1 : NULL)
     if (strncmp(line, "Pss:", 4) == 0 || strncmp(line, "SwapPss:", 8) == 0)
@@ -417,17 +418,20 @@ static void exact_start(struct limits_watch *w, const pid_t *pids, size_t n) {
 
 /* 1: *sum is the exact share; 0: not yet; -1: the helper is gone or took
  * too long (killed): only the upper bound is known. */
+static void exact_abandon(struct limits_watch *w) {
+  kill(w->exact_pid, SIGKILL); /* init's reap collects it */
+  close(w->exact_fd);
+  w->exact_fd = -1;
+  w->exact_pid = 0;
+}
+
 static int exact_result(struct limits_watch *w, int64_t *sum) {
   ssize_t r = read(w->exact_fd, sum, sizeof *sum);
   int state = r == (ssize_t)sizeof *sum ? 1
               : (r == 0 || mono_ms() - w->exact_started > EXACT_WAIT_MS) ? -1
                                                                          : 0;
-  if (state) {
-    kill(w->exact_pid, SIGKILL); /* init's reap collects it */
-    close(w->exact_fd);
-    w->exact_fd = -1;
-    w->exact_pid = 0;
-  }
+  if (state)
+    exact_abandon(w);
   return state;
 }
 
@@ -637,21 +641,19 @@ void limits_watch_tick(struct limits_watch *w, const pid_t *pids, size_t n) {
    * Past the limit it is made exact (exact_start) before it ends the run,
    * unless the exact share cannot be had in time: then the bound decides,
    * and the host is safe either way. */
-  bool memory_crossed = w->memory && s.memory > w->memory;
-  bool exact_pending = false, exact_known = false;
-  if (memory_crossed && n > 1) {
-    int64_t exact = 0;
-    int got = w->exact_fd >= 0 ? exact_result(w, &exact) : (exact_start(w, pids, n), 0);
+  bool memory_crossed = w->memory && s.memory > w->memory, exact_pending = false;
+  bool bound = n > 1; /* one process: its resident size is its own */
+  if (memory_crossed && bound) {
+    if (w->exact_fd < 0)
+      exact_start(w, pids, n);
+    int64_t exact;
+    int got = w->exact_fd >= 0 ? exact_result(w, &exact) : -1; /* no helper: the bound */
     if (got == 1)
-      s.memory = exact + s.shm, exact_known = true;
-    exact_pending = got == 0 && w->exact_fd >= 0;
-    memory_crossed = got != 0 && s.memory > w->memory;
-    if (got == 0 && w->exact_fd < 0) /* no helper could be had */
-      memory_crossed = true;
+      s.memory = exact + s.shm, bound = false;
+    exact_pending = got == 0;
+    memory_crossed = !exact_pending && s.memory > w->memory;
   } else if (w->exact_fd >= 0) {
-    int64_t ignored;
-    w->exact_started = 0; /* below the limit again: the helper's answer is moot */
-    exact_result(w, &ignored);
+    exact_abandon(w); /* below the limit again: its answer is moot */
   }
   struct rusage ru;
   int64_t cpu = s.cpu_ticks * 1000 / rl->clk_tck;
@@ -659,7 +661,7 @@ void limits_watch_tick(struct limits_watch *w, const pid_t *pids, size_t n) {
     cpu += rusage_ms(&ru);
   w->last_cpu_ms = cpu;
   if (memory_crossed) {
-    w->observed_bound = n > 1 && !exact_known;
+    w->observed_bound = bound;
     return crossed(w, CORRAL_LIMIT_MEMORY, s.memory);
   }
   if (v[CORRAL_LIMIT_CPU_TIME] && cpu >= v[CORRAL_LIMIT_CPU_TIME])

@@ -680,10 +680,7 @@ static void launch(corral_sessions *m, struct session *s, const corral_session_o
   if (r == 0 && inside) {
     /* Init made the terminal; without it (init ended first), a closed pipe
      * stands in, and the report says why. */
-    s->out_fd = launch_pty_master(&s->child, 10000);
-    if (s->out_fd >= 0)
-      launch_pty_shape(s->out_fd, -1, o->rows, o->cols);
-    launch_pty_go(&s->child);
+    s->out_fd = launch_pty_receive(&s->child, -1, o->rows, o->cols);
     int p[2];
     if (s->out_fd < 0 && pipe2(p, O_CLOEXEC) == 0)
       close(p[1]), s->out_fd = p[0];

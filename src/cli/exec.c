@@ -509,7 +509,8 @@ int cmd_exec(int argc, char **argv) {
   corral_exec *e = NULL;
   corral_error err = {0};
   int started = corral_exec_start(&o, &e, &err);
-  if (modes_saved) {
+  /* Raw only with a terminal of the program's own to relay to. */
+  if (modes_saved && started == 0 && corral_exec_pty(e) >= 0) {
     struct termios raw = saved_modes;
     cfmakeraw(&raw);
     tcsetattr(STDIN_FILENO, TCSAFLUSH, &raw);

@@ -9,7 +9,6 @@
 #include <jansson.h>
 
 #include <errno.h>
-#include <signal.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +24,16 @@ static int push(char ***v, size_t *n, const char *s) {
   g[(*n)++] = (char *)s;
   g[*n] = NULL;
   return 0;
+}
+
+/* A limit's flag, from the one option table (the PF_ ids follow
+ * corral_limit's order). */
+static const struct cli_option *limit_flag(int which) {
+  static const struct cli_option flags[] = {POLICY_FLAG_OPTIONS};
+  for (size_t i = 0; i < sizeof flags / sizeof *flags; i++)
+    if (flags[i].id == PF_MAX_PROCS + which - 1)
+      return &flags[i];
+  return &flags[0];
 }
 
 int policy_flag(struct policy_flags *pf, int id, const char *value) {
@@ -91,12 +100,11 @@ int policy_flag(struct policy_flags *pf, int id, const char *value) {
   case PF_CPU_TIME:
   case PF_MAX_FILE_SIZE:
   case PF_MAX_OPEN_FILES: {
-    static const char *const flag[] = {"--max-procs", "--memory", "--cpu-time",
-                                       "--max-file-size", "--max-open-files"};
     int which = id - PF_MAX_PROCS + 1;
     const char *why = "";
     if (limits_parse((corral_limit)which, value, &pf->limits[which], &why) < 0) {
-      fprintf(stderr, "%s: %s: %s, got `%s`\n", cli_command, flag[which - 1], why, value);
+      fprintf(stderr, "%s: --%s: %s, got `%s`\n", cli_command, limit_flag(which)->name, why,
+              value);
       return -1;
     }
     pf->limit_given[which] = true;
@@ -482,13 +490,12 @@ json_t *cli_limits_json(const corral_policy *policy, bool namespaces) {
 }
 
 void cli_report_outcome(const corral_outcome *o) {
-  bool say = o->message && (o->kind != CORRAL_KIND_SUCCESS &&
-                            (o->kind != CORRAL_KIND_APPLICATION_FAILURE || !o->launched ||
-                             o->exit.signal == SIGXFSZ));
-  static const char *const raise[] = {NULL, "--max-procs N", "--memory SIZE", "--cpu-time SECONDS",
-                                      "--max-file-size SIZE", "--max-open-files N"};
+  /* Classification gives an ordinary failure of the command no message:
+   * one that has one is worth saying. */
+  bool say = o->message && o->kind != CORRAL_KIND_SUCCESS;
   if (say && o->limit.present && o->limit.which > 0 && o->limit.which < CORRAL_LIMIT_COUNT)
-    fprintf(stderr, "corral: %s (raise it with %s)\n", o->message, raise[o->limit.which]);
+    fprintf(stderr, "corral: %s (raise it with --%s)\n", o->message,
+            limit_flag((int)o->limit.which)->name);
   else if (say)
     fprintf(stderr, "corral: %s\n", o->message);
 }

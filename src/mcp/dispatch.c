@@ -12,7 +12,6 @@
  *   3. notifications are never answered; a cancelled call is not either.
  */
 #include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <strings.h>
 #include <time.h>
@@ -280,8 +279,7 @@ static void send_session_result(struct mcp_server *s, json_t *id, struct mcp_pen
   if (o->denial.present)
     n += snprintf(head + n, sizeof head - (size_t)n, "Denied by the sandbox: %s\n",
                   o->denial.reason ? o->denial.reason : "");
-  else if (last->exited && o->kind != CORRAL_KIND_SUCCESS &&
-           (o->kind != CORRAL_KIND_APPLICATION_FAILURE || o->exit.signal == SIGXFSZ) && o->message)
+  else if (last->exited && o->kind != CORRAL_KIND_SUCCESS && o->message)
     n += snprintf(head + n, sizeof head - (size_t)n, "%s\n", o->message);
   snprintf(head + n, sizeof head - (size_t)n, "Output:\n");
   size_t hl = strlen(head);
