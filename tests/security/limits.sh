@@ -198,6 +198,13 @@ t "the landlock-only adapter: the watch alone ends a fork bomb"
 allows=$(socket_allows)
 # shellcheck disable=SC2086
 limited 30 processes --backend landlock $allows --max-procs 300 -- bash -c ": $mark; :(){ :|:& };:; sleep 120"
+t "the landlock-only adapter: a memory hog"
+# shellcheck disable=SC2086
+limited 20 memory --backend landlock $allows --memory 256M -- python3 -c "$hog" $((512 << 20)) 0 "$mark"
+t "the landlock-only adapter: no other process's priority or scheduling"
+# shellcheck disable=SC2086
+out=$("$CORRAL" run --backend landlock $allows -- sh -c 'renice -n 5 -p $PPID >/dev/null 2>&1 && echo reniced; chrt -i -p 0 $PPID >/dev/null 2>&1 && echo idle; prlimit --pid $PPID --nofile=10 2>/dev/null && echo limited; echo done')
+expect_eq "done" "$out"
 t "the landlock-only adapter: one parent of thousands is seen whole"
 # shellcheck disable=SC2086
 limited 30 processes --backend landlock $allows --max-procs 1000 -- python3 -c "
