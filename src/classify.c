@@ -69,7 +69,7 @@ static int limit_denial(const launch_report *rep, corral_outcome *out) {
   switch (l->which) {
   case CORRAL_LIMIT_PROCESSES:
     snprintf(reason, sizeof reason,
-             "the process limit (%s processes and threads) was reached%s (%s were running); "
+             "the process limit (%s processes and threads) was reached%s (at least %s were running); "
              "the whole run was ended",
              value, rep->limit_pids_full ? ": no more could start" : "", seen);
     break;

@@ -478,6 +478,37 @@ static bool pids_exhausted(void) {
   return false;
 }
 
+/* The resident pages of a process as one of its live threads (not the
+ * leader) shows them: rss is the whole memory's. */
+static long long thread_rss(int proc_fd, pid_t pid) {
+  char path[48], buf[1024];
+  snprintf(path, sizeof path, "%d/task", (int)pid);
+  int dfd = openat(proc_fd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0)
+    return 0;
+  struct dir_iter it;
+  dir_start(&it, dfd);
+  long long rss = 0;
+  for (const char *name; (name = dir_next(&it, NULL)) && !rss;) {
+    if (strtol(name, NULL, 10) == pid)
+      continue;
+    snprintf(path, sizeof path, "%s/stat", name);
+    int fd = openat(dfd, path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+    if (fd >= 0)
+      close(fd);
+    if (n <= 0)
+      continue;
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')');
+    for (int i = 2; p && i < 24; i++) /* to field 24 */
+      p = strchr(p + 1, ' ');
+    rss = p ? strtoll(p + 1, NULL, 10) : 0;
+  }
+  close(dfd);
+  return rss;
+}
+
 /* The stat files of the first processes stay open between looks (a read
  * at offset 0 makes a fresh one): an idle run's look opens nothing. */
 #define CACHED_STATS 256
@@ -522,14 +553,22 @@ static bool add_process(int proc_fd, size_t slot, pid_t pid, struct sample *s, l
   p++;
   /* Field 3 is the state; 14-17 utime stime cutime cstime; 20 threads; 24 rss. */
   long long f[25] = {0};
+  char state = 0;
   for (int i = 3; i <= 24 && *p; i++) {
     while (*p == ' ')
       p++;
     char *end;
-    f[i] = i == 3 ? 0 : strtoll(p, &end, 10);
+    if (i == 3)
+      state = *p;
+    else
+      f[i] = strtoll(p, &end, 10);
     while (*p && *p != ' ')
       p++;
   }
+  /* A leader that exited while its other threads run shows no memory: the
+   * memory is theirs to show. */
+  if (state == 'Z' && f[20] > 1)
+    f[24] = thread_rss(proc_fd, pid);
   s->tasks += f[20] > 0 ? f[20] : 1;
   s->cpu_ticks += f[14] + f[15] + f[16] + f[17];
   if (f[24] > 0)

@@ -82,10 +82,13 @@ int seccomp_compile(bool block_unix, bool deny_inet, struct sock_fprog *prog, co
    * user's priority (PRIO_USER, IOPRIO_WHO_USER) reaches init, or the
    * host, either way.  Reading stays allowed. */
   const bool pid_ns = !deny_inet;
+  /* The kernel takes a pid_t's low 32 bits: so does the comparison with
+   * init's pid (a pid of (1 << 32) | 1 is init too).  Without a pid
+   * namespace, any other bit set is refused, which only refuses more. */
   const struct scmp_arg_cmp other_a0 =
-      pid_ns ? SCMP_A0(SCMP_CMP_EQ, 1) : SCMP_A0(SCMP_CMP_NE, 0);
+      pid_ns ? SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffu, 1) : SCMP_A0(SCMP_CMP_NE, 0);
   const struct scmp_arg_cmp other_a1 =
-      pid_ns ? SCMP_A1(SCMP_CMP_EQ, 1) : SCMP_A1(SCMP_CMP_NE, 0);
+      pid_ns ? SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, 1) : SCMP_A1(SCMP_CMP_NE, 0);
   if (r == 0)
     r = seccomp_rule_add(ctx, deny, SCMP_SYS(prlimit64), 2, other_a0, SCMP_A2(SCMP_CMP_NE, 0));
   if (r == 0)

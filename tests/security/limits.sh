@@ -94,6 +94,16 @@ t "a memory hog: one process, twice the limit"
 limited 20 memory --memory 256M -- python3 -c "$hog" $((512 << 20)) 0 "$mark"
 t "a memory hog: three processes, each below the limit, together over it"
 limited 20 memory --memory 256M -- sh -c "for i in 1 2 3; do python3 -c '$hog' $((240 << 20)) 0 $mark & done; wait"
+t "a memory hog whose main thread has exited (its stat shows no memory)"
+limited 20 memory --memory 256M -- python3 -c "
+import ctypes, threading, time  # $mark
+def hold():
+    time.sleep(0.5); b = bytearray(600 << 20)
+    for j in range(0, len(b), 4096): b[j] = 1
+    time.sleep(120)
+threading.Thread(target=hold).start()
+time.sleep(0.2)
+ctypes.CDLL(None).syscall(60, 0)  # exit: this thread alone"
 t "a slow leak"
 limited 20 memory --memory 200M -- python3 -c "$hog" $((400 << 20)) 0.05 "$mark"
 t "a memory hog in the sandbox's /dev/shm"
@@ -127,6 +137,15 @@ expect_not_contains "$out" "idle"
 expect_not_contains "$out" "pinned"
 expect_not_contains "$out" "reniced"
 expect_contains "$out" "SCHED_OTHER"
+# The kernel takes a pid's low 32 bits: (1 << 32) | 1 is init too.
+out=$("$CORRAL" run -- python3 -c '
+import ctypes; libc = ctypes.CDLL(None, use_errno=True); init = (1 << 32) | 1
+r = [libc.syscall(141, 0, ctypes.c_long(init), 19), libc.syscall(144, ctypes.c_long(init), 5, ctypes.byref(ctypes.c_int(0))),
+     libc.syscall(203, ctypes.c_long(init), 8, ctypes.byref(ctypes.c_ulong(1)))]
+print(r)' 2>&1)
+expect_eq "[-1, -1, -1]" "$out"
+out=$("$CORRAL" run -- sh -c 'sleep 0.2; awk "{print \$19}" /proc/1/stat')
+expect_eq 0 "$out" "init's nice"
 t "--max-file-size refuses a write a program survives"
 out=$("$CORRAL" run --max-file-size 1M -- python3 -c '
 import signal; signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
