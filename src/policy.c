@@ -735,8 +735,20 @@ static char *resolve_cached(const char *path, struct resolve_cache *cache, corra
   if (known)
     return known;
   char real[PATH_MAX];
-  if (!known_missing(cache, buf) && resolve_existing(buf, real))
+  if (!known_missing(cache, buf) && resolve_existing(buf, real)) {
+    /* Its path had no symlink: so has its parent's, which is remembered
+     * (in half the cache at most, the rest is the stores'), and siblings
+     * given after it — three hundred --deny-read paths in one directory —
+     * come from one listing of it. */
+    char *slash = strrchr(buf, '/');
+    if (cache && slash && slash != buf && strcmp(real, buf) == 0 &&
+        cache->n < ARRAY_SIZE(cache->in) / 2) {
+      *slash = '\0';
+      if (cache_index(cache, buf) < 0)
+        remember_parent(cache, buf, buf);
+    }
     return strdup(real);
+  }
   /* Not there (yet): resolve the longest existing ancestor, keep the rest
    * (so a store under a symlinked HOME gets its real path even before it
    * exists). */

@@ -65,7 +65,9 @@
  * denied ones, the views' whiteouts, a restricted root): a tmpfs over a
  * host mount below /dev, which the sandbox's own /dev covers later. */
 static const char *const scratch_places[] = {"/dev/shm", "/dev/pts", "/dev/mqueue"};
-static char scratch[32], denied_file[64], masks[64];
+static char scratch[32], denied_file[64], empty_dir[64], masks[64];
+/* The two covers, opened once (O_PATH) to be cloned for each path. */
+static int denied_fd = -1, empty_fd = -1;
 /* The root being built: empty when the sandbox reads everything and is
  * built in place, over the namespace's own copy of the host's mounts (no
  * second copy, no pivot_root, no old root to detach). */
@@ -371,19 +373,31 @@ static void parent_of(const char *path, const struct denied *d, char *out) {
   out[n] = '\0';
 }
 
+/* A clone of cover `src` (denied_fd, empty_fd) attached on the target
+ * opened as `tfd`: both by descriptor, no path looked up again.  A clone
+ * has its mount's flags, so it is read-only like the scratch it comes
+ * from (step 8).  ENOTDIR: the cover and the target differ in type. */
+static int cover_with(int src, int tfd) {
+  int fd = open_tree(src, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+  if (fd < 0)
+    return -1;
+  int r = move_mount(fd, "", tfd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
+  int e = errno;
+  close(fd);
+  errno = e;
+  return r;
+}
+
 /* An unreadable empty file over `path` (a denied file, a daemon's socket:
- * connect fails); nothing when it is gone. */
+ * connect fails); nothing when it is gone.  The target is opened without
+ * following a symlink. */
 static int cover_file(const char *path, int report_fd, const char *what) {
-  char target[PATH_MAX], via[64];
+  char target[PATH_MAX];
   in_root(target, path);
-  /* The target opened without following a symlink and mounted on through
-   * its descriptor; the source is ours (the scratch tmpfs), bound by path:
-   * two system calls, where a clone and a move take five. */
   int tfd = open_exact(target);
   if (tfd < 0)
     return errno == ENOENT ? 0 : setup_failed(report_fd, errno, what, path);
-  snprintf(via, sizeof via, "/proc/self/fd/%d", tfd);
-  int r = mount(denied_file, via, NULL, MS_BIND, NULL), e = errno;
+  int r = cover_with(denied_fd, tfd), e = errno;
   close(tfd);
   return r == 0 ? 0 : setup_failed(report_fd, e, what, path);
 }
@@ -403,9 +417,19 @@ static int deny_read(size_t idx, const struct profile *pr, int report_fd) {
     return setup_failed(report_fd, errno, "mounts: deny-read `%s` changed during setup", path);
   if (tfd < 0)
     return errno == ENOENT ? 0 : setup_failed(report_fd, errno, "mounts: deny-read `%s`", path);
-  if (fstat(tfd, &st) < 0 || !S_ISDIR(st.st_mode)) {
+  /* A directory with no allow-read path inside is covered with a clone of
+   * the scratch's empty directory, anything else not a directory with one
+   * of its unreadable file: a tmpfs of its own would be a new superblock,
+   * and a second call to make it read-only. */
+  bool reincluded = false;
+  for (size_t i = 0; i < pr->allow_read.n && !reincluded; i++)
+    reincluded = allow_src[i].fd >= 0 && path_is_under(allow_src[i].path, path) &&
+                 strcmp(allow_src[i].path, path) != 0;
+  bool dir = fstat(tfd, &st) == 0 && S_ISDIR(st.st_mode);
+  if (!dir || !reincluded) {
+    int r = cover_with(dir ? empty_fd : denied_fd, tfd), e = errno;
     close(tfd);
-    return cover_file(path, report_fd, "mounts: deny-read `%s`");
+    return r == 0 ? 0 : setup_failed(report_fd, e, "mounts: deny-read `%s`", path);
   }
   /* Mounted on the very directory opened, through its descriptor. */
   char via[64];
@@ -821,8 +845,7 @@ static int make_dev(int report_fd) {
   static const char *const nodes[] = {"null", "zero", "full", "random", "urandom", "tty"};
   char dev[64], path[PATH_MAX];
   snprintf(dev, sizeof dev, "%s/dev", scratch);
-  if (mkdir(dev, 0755) < 0 ||
-      mount("tmpfs", dev, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k") < 0)
+  if (mount("tmpfs", dev, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k") < 0)
     return setup_failed(report_fd, errno, "dev: tmpfs on `%s`", "/dev");
   for (size_t i = 0; i < ARRAY_SIZE(nodes); i++) {
     char host[64];
@@ -887,6 +910,7 @@ int mounts_clone_apply(const struct linux_plan *lp, int report_fd) {
     return setup_failed(report_fd, ENOENT, "mounts: no place for a scratch tmpfs under `%s`",
                         "/dev");
   snprintf(denied_file, sizeof denied_file, "%s/denied", scratch);
+  snprintf(empty_dir, sizeof empty_dir, "%s/empty", scratch);
   snprintf(masks, sizeof masks, "%s/masks", scratch);
   snprintf(newroot, sizeof newroot, "%s", pr->restricted_read ? scratch : "");
   if (newroot[0])
@@ -936,10 +960,20 @@ int mounts_apply(const struct linux_plan *lp, bool detach, int report_fd) {
   /* 3. */
   if (mount("tmpfs", scratch, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0700") < 0)
     return setup_failed(report_fd, errno, "mounts: scratch tmpfs on `%s`", scratch);
+  /* The scratch holds, besides the views' masks, the two covers of
+   * deny-read paths (an unreadable file, an empty directory) and the mount
+   * points of /dev and of a restricted root: all made here, so that it can
+   * be made read-only before the covers are cloned from it (step 8). */
   int dfd = open(denied_file, O_CREAT | O_WRONLY | O_CLOEXEC, 0000);
-  if (dfd < 0 || (newroot[0] && mkdir(newroot, 0755) < 0))
+  snprintf(path, sizeof path, "%s/dev", scratch);
+  if (dfd < 0 || mkdir(empty_dir, 0755) < 0 || mkdir(path, 0755) < 0 ||
+      (newroot[0] && mkdir(newroot, 0755) < 0))
     return setup_failed(report_fd, errno, "mounts: scratch files in `%s`", scratch);
   close(dfd);
+  denied_fd = open(denied_file, O_PATH | O_CLOEXEC);
+  empty_fd = open(empty_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (denied_fd < 0 || empty_fd < 0)
+    return setup_failed(report_fd, errno, "mounts: scratch files in `%s`", scratch);
 
   /* 4 (restricted). */
   if (newroot[0]) {
@@ -969,7 +1003,9 @@ int mounts_apply(const struct linux_plan *lp, bool detach, int report_fd) {
     if (bind_self(pr->deny_write.v[i], MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
                   report_fd, "mounts: deny-write `%s`") < 0)
       return -1;
-  /* 8. */
+  /* 8.  Not even their owner can then chmod or write the covers. */
+  if (set_attr(scratch, MOUNT_ATTR_RDONLY, 0, false) < 0)
+    return setup_failed(report_fd, errno, "mounts: read-only scratch `%s`", scratch);
   for (size_t i = 0; i < pr->deny_read.n; i++)
     if (deny_read(i, pr, report_fd) < 0)
       return -1;
@@ -999,6 +1035,8 @@ int mounts_apply(const struct linux_plan *lp, bool detach, int report_fd) {
   for (size_t i = 0; i < (root ? ARRAY_SIZE(proc_covered) : 1); i++)
     if (cover_file(proc_covered[i], report_fd, "proc: cover `%s`") < 0)
       return -1;
+  close(denied_fd), close(empty_fd);
+  denied_fd = empty_fd = -1;
   if (make_dev(report_fd) < 0)
     return -1;
   /* 10. */
