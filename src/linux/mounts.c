@@ -67,7 +67,7 @@
 static const char *const scratch_places[] = {"/dev/shm", "/dev/pts", "/dev/mqueue"};
 static char scratch[32], denied_file[64], empty_dir[64], masks[64];
 /* The two covers, opened once (O_PATH) to be cloned for each path. */
-static int denied_fd = -1, empty_fd = -1;
+static int denied_fd = -1, empty_fd = -1, scratch_fd = -1;
 /* The root being built: empty when the sandbox reads everything and is
  * built in place, over the namespace's own copy of the host's mounts (no
  * second copy, no pivot_root, no old root to detach). */
@@ -112,7 +112,8 @@ static int attach(int fd, const char *target) {
   return r;
 }
 
-/* On a clone before it is attached, so that no path is looked up again. */
+/* On a clone before it is attached (or a mount named by a descriptor), so
+ * that no path is looked up again. */
 static int set_attr_fd(int fd, uint64_t set, uint64_t clr, bool recursive) {
   struct mount_attr a = {.attr_set = set, .attr_clr = clr};
   return mount_setattr(fd, "", AT_EMPTY_PATH | (recursive ? AT_RECURSIVE : 0), &a, sizeof a);
@@ -970,9 +971,12 @@ int mounts_apply(const struct linux_plan *lp, bool detach, int report_fd) {
       (newroot[0] && mkdir(newroot, 0755) < 0))
     return setup_failed(report_fd, errno, "mounts: scratch files in `%s`", scratch);
   close(dfd);
+  /* Opened now, while the scratch is the top mount here: covers are cloned
+   * from these, not from whatever a path would reach later. */
   denied_fd = open(denied_file, O_PATH | O_CLOEXEC);
   empty_fd = open(empty_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-  if (denied_fd < 0 || empty_fd < 0)
+  scratch_fd = open(scratch, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (denied_fd < 0 || empty_fd < 0 || scratch_fd < 0)
     return setup_failed(report_fd, errno, "mounts: scratch files in `%s`", scratch);
 
   /* 4 (restricted). */
@@ -1003,8 +1007,11 @@ int mounts_apply(const struct linux_plan *lp, bool detach, int report_fd) {
     if (bind_self(pr->deny_write.v[i], MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
                   report_fd, "mounts: deny-write `%s`") < 0)
       return -1;
-  /* 8.  Not even their owner can then chmod or write the covers. */
-  if (set_attr(scratch, MOUNT_ATTR_RDONLY, 0, false) < 0)
+  /* 8.  Not even their owner can then chmod or write the covers.  Through
+   * its own descriptor, which names the scratch's mount: by path,
+   * the call would reach whatever is mounted over it since (a view of
+   * /dev/shm, a deny-write of it) and leave the scratch writable. */
+  if (set_attr_fd(scratch_fd, MOUNT_ATTR_RDONLY, 0, false) < 0)
     return setup_failed(report_fd, errno, "mounts: read-only scratch `%s`", scratch);
   for (size_t i = 0; i < pr->deny_read.n; i++)
     if (deny_read(i, pr, report_fd) < 0)
@@ -1035,8 +1042,8 @@ int mounts_apply(const struct linux_plan *lp, bool detach, int report_fd) {
   for (size_t i = 0; i < (root ? ARRAY_SIZE(proc_covered) : 1); i++)
     if (cover_file(proc_covered[i], report_fd, "proc: cover `%s`") < 0)
       return -1;
-  close(denied_fd), close(empty_fd);
-  denied_fd = empty_fd = -1;
+  close(denied_fd), close(empty_fd), close(scratch_fd);
+  denied_fd = empty_fd = scratch_fd = -1;
   if (make_dev(report_fd) < 0)
     return -1;
   /* 10. */

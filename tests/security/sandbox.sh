@@ -80,18 +80,23 @@ expect_eq s3cr3t "$(cat "$ws/secret/key")" "host file untouched"
 t "deny-read covers are read-only, even to their owner, even in a write root"
 # The covers are clones of one empty directory and one unreadable file of
 # the sandbox's own: a cover made writable or readable would be one place
-# shared by every denied path.
-out=$(cr --deny-read "$ws/hidden.txt" --deny-read "$ws/secret" -- sh -c "
-  chmod 644 $ws/hidden.txt && echo CHMOD-FILE; echo planted > $ws/hidden.txt && echo WROTE-FILE
-  chmod 777 $ws/secret && echo CHMOD-DIR; touch $ws/secret/new && echo MADE-IN-DIR
-  mkdir $ws/secret/d && echo MKDIR; cat $ws/hidden.txt; ls -ld $ws/hidden.txt" 2>&1)
-for what in CHMOD-FILE WROTE-FILE CHMOD-DIR MADE-IN-DIR MKDIR planted; do
-  expect_not_contains "$out" "$what"
+# shared by every denied path.  Also with something mounted over the place
+# of that scratch tmpfs (/dev/shm) before the covers are made: a view for
+# a denied path there, a deny-write of it.
+for extra in "" "--deny-write /dev/shm" "--deny-read /dev/shm/corral-test-x"; do
+  # shellcheck disable=SC2086 # $extra is two words or none
+  out=$(cr $extra --deny-read "$ws/hidden.txt" --deny-read "$ws/secret" -- sh -c "
+    chmod 644 $ws/hidden.txt && echo CHMOD-FILE; echo planted > $ws/hidden.txt && echo WROTE-FILE
+    chmod 777 $ws/secret && echo CHMOD-DIR; touch $ws/secret/new && echo MADE-IN-DIR
+    mkdir $ws/secret/d && echo MKDIR; cat $ws/hidden.txt; ls -ld $ws/hidden.txt" 2>&1)
+  for what in CHMOD-FILE WROTE-FILE CHMOD-DIR MADE-IN-DIR MKDIR planted; do
+    expect_not_contains "$out" "$what"
+  done
+  expect_contains "$out" "----------"
+  expect_eq topsecretcontent "$(cat "$ws/hidden.txt")" "host file untouched ($extra)"
+  expect_absent "$ws/secret/new"
+  expect_absent "$ws/secret/d"
 done
-expect_contains "$out" "----------"
-expect_eq topsecretcontent "$(cat "$ws/hidden.txt")" "host file untouched"
-expect_absent "$ws/secret/new"
-expect_absent "$ws/secret/d"
 
 t "allow-read re-includes inside a deny-read"
 out=$(cr --deny-read "$ws/secret" --allow-read "$ws/secret/pub" -- sh -c "cat $ws/secret/pub/readme; cat $ws/secret/key" 2>&1)
