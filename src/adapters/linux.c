@@ -78,6 +78,15 @@ int linux_plan_prepare(const corral_policy *policy, const struct sock_fprog *sec
   if (path_list_add(&lp->profile.write_roots, lp->runtime.root) < 0 ||
       environment_prepare(&plan->envp, &plan->envc, &lp->profile, backend, lp->runtime.root) < 0)
     return error_set(err, -ENOMEM, ENOMEM, "out of memory");
+  /* The masks are layers of the views of every sandbox running now: a run
+   * whose write roots hold them (TMPDIR=/var/tmp, --allow-write /run/user)
+   * gets them read-only, never to change what another run hides (the
+   * landlock-only adapter, which cannot, refuses such a run). */
+  if (runtime_mask_cache(lp->mask_cache, sizeof lp->mask_cache, &lp->profile.write_roots) &&
+      path_list_add(&lp->profile.deny_write, lp->mask_cache) < 0)
+    return error_set(err, -ENOMEM, ENOMEM, "out of memory");
+  if (lp->mask_cache[0])
+    profile_created(&lp->profile, lp->mask_cache);
   if ((r = protect_prepare(&lp->profile, &lp->watch, err)) < 0)
     return r;
   if ((r = protect_remember(&lp->watch, &lp->watch_was, err)) < 0)
@@ -103,10 +112,6 @@ static int linux_prepare(corral_adapter *ad, const corral_request *req, launch_p
   struct linux_plan *lp = plan->adapter_data;
   plan->clone_flags = ns_clone_flags(lp->profile.network_allow);
   limits_plan(&plan->limits, lp->profile.limits, plan->clone_flags);
-  lp->mask_cache_usable =
-      runtime_mask_cache(lp->mask_cache, sizeof lp->mask_cache, &lp->profile.write_roots);
-  if (lp->mask_cache[0])
-    profile_created(&lp->profile, lp->mask_cache);
   if (mounts_prepare(lp) < 0)
     return error_set(err, -ENOMEM, ENOMEM, "out of memory");
   plan->init_setup = linux_init_setup;
@@ -132,8 +137,6 @@ void linux_cleanup(corral_adapter *ad, launch_plan *plan) {
     return;
   path_list_free(&lp->watch);
   free(lp->watch_was);
-  if (lp->mask_cache[0] && !lp->mask_cache_usable)
-    remove_tree(lp->mask_cache, true);
   runtime_release(&lp->runtime);
   profile_free(&lp->profile);
   path_list_free(&lp->read_allow);

@@ -28,9 +28,8 @@ int runtime_acquire(const char *workspace, const struct path_list *roots,
 void runtime_release(struct runtime_lease *rl);
 void runtime_cleanup(const char *base, time_t max_age, size_t keep);
 /* Where init keeps the views' masks (mounts.c), made if need be, in `out`
- * ("" when there is none that is the user's alone).  false when it lies in
- * a write root: a command there could change what later runs see, so it
- * is not used and is emptied after the run. */
+ * ("" when there is none that is the user's alone).  true when it lies in
+ * a write root: it must then be made read-only for the run. */
 bool runtime_mask_cache(char *out, size_t size, const struct path_list *write_roots);
 
 /* monitor.c: protected metadata in the write roots. */
@@ -57,7 +56,6 @@ struct linux_plan {
   struct runtime_lease runtime;
   struct path_list read_allow; /* landlock-only: where reading is allowed */
   char mask_cache[4096];       /* views' masks made once (mounts.c), or "" */
-  bool mask_cache_usable;      /* else emptied after the run (runtime_mask_cache) */
   void *mount_tables;          /* mounts.c's, sized by mounts_prepare */
 };
 

@@ -46,7 +46,8 @@
  *
  * Runs inside init: no allocation; fixed tables of descriptors.  In place,
  * the only files it makes on the host are the cached masks, in a directory
- * of the user's own outside every write root (runtime_mask_cache).
+ * of the user's own, read-only to a run whose write roots hold it
+ * (runtime_mask_cache).
  */
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -953,7 +954,7 @@ int mounts_apply(const struct linux_plan *lp, bool detach, int report_fd) {
       return -1;
     for (size_t i = 0; i < np; i++)
       if (outermost(i))
-        cached_mask(parents[i], pr, lp->mask_cache_usable ? lp->mask_cache : "", view_mask[i]);
+        cached_mask(parents[i], pr, lp->mask_cache, view_mask[i]);
   }
   /* 4 (in place) before 3: the scratch tmpfs must stay writable. */
   if (!newroot[0] && set_attr("/", ro, 0, true) < 0)

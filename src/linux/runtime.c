@@ -71,15 +71,15 @@ bool runtime_mask_cache(char *out, size_t size, const struct path_list *write_ro
   if ((mkdir(out, 0700) < 0 && errno != EEXIST) || lstat(out, &st) < 0 || !S_ISDIR(st.st_mode) ||
       st.st_uid != geteuid() || (st.st_mode & 077)) {
     out[0] = '\0';
-    return true;
+    return false;
   }
   char *real = path_resolve(out, NULL);
   snprintf(out, size, "%s", real ? real : "");
   free(real);
   for (size_t i = 0; i < write_roots->n; i++)
     if (out[0] && path_is_under(out, write_roots->v[i]))
-      return false;
-  return true;
+      return true;
+  return false;
 }
 
 struct entry {

@@ -103,6 +103,27 @@ out=$(cr --deny-read "$ws/secret" --allow-read "$ws/secret/pub" -- sh -c "cat $w
 expect_contains "$out" public
 expect_not_contains "$out" s3cr3t
 
+t "the views' mask cache stays read-only, and stays, for a run whose write roots hold it"
+# Its masks are layers of every running sandbox's views: a run that could
+# change them could show another run what that one hides.
+masks=/var/tmp/corral-masks-$(id -u)
+env -u XDG_RUNTIME_DIR "$CORRAL" run -- true # the cache exists
+if [ -d "$masks" ]; then
+  before=$(find "$masks" | wc -l)
+  mark=$(mktemp -u /var/tmp/corral-test-written-XXXXXX)
+  out=$(env -u XDG_RUNTIME_DIR "$CORRAL" run --allow-write /var/tmp -- sh -c "
+    touch $mark && echo WROTE-ROOT; touch $masks/planted && echo WROTE-CACHE
+    rm -rf $masks/* 2>/dev/null; mv $masks $masks.moved && echo MOVED-CACHE" 2>&1)
+  expect_contains "$out" WROTE-ROOT
+  expect_not_contains "$out" WROTE-CACHE
+  expect_not_contains "$out" MOVED-CACHE
+  expect_absent "$masks/planted"
+  expect_eq "$before" "$(find "$masks" | wc -l)" "entries of the cache after the run"
+  rm -f "$mark"
+else
+  fail "no mask cache at $masks"
+fi
+
 t "restricted reads show only platform, read and write roots"
 mkdir -p "$other/visible"; echo seen > "$other/visible/f"
 out=$(cr --read-root "$other/visible" -- sh -c "cat $other/visible/f; ls /usr/bin/env; ls $HOME; ls /var" 2>&1)
