@@ -241,5 +241,24 @@ for f in /etc/shadow /etc/gshadow /etc/sudoers /etc/ssl/private; do
   [ -e "$f" ] && expect_contains "$deny" "\"$(realpath "$f")\""
 done
 
+case_ "a store in a write root cannot be renamed away for a later run to read"
+# The workspace is the home itself: the directories above a store are the
+# command's to write, but renamed, the store would be on the host under a
+# name no later run hides.
+wh=$(mktemp -d "$HOME/corral-sec-wshome-XXXXXX")
+mkdir -p "$wh/.config/gh" "$wh/.config/unrelated" "$wh/.aws"
+echo TOPSECRET-GH > "$wh/.config/gh/hosts.yml"; echo TOPSECRET-AWS > "$wh/.aws/credentials"
+out=$(cd "$wh" && HOME="$wh" "$CORRAL" run -- sh -c '
+  mv .config/gh .config/gh-x && echo MOVED-STORE-DIR; mv .config .cfg && echo MOVED-CONFIG
+  mv .aws .aws-x && echo MOVED-AWS; mv .config/unrelated .config/u2 && echo MOVED-OTHER
+  cat .config/gh/hosts.yml .aws/credentials' 2>&1)
+for what in MOVED-STORE-DIR MOVED-CONFIG MOVED-AWS TOPSECRET; do expect_not_contains "$out" "$what"; done
+expect_contains "$out" MOVED-OTHER
+expect_eq TOPSECRET-GH "$(cat "$wh/.config/gh/hosts.yml")" "the store where it was"
+expect_eq TOPSECRET-AWS "$(cat "$wh/.aws/credentials")" "the store where it was"
+out=$(cd "$wh" && HOME="$wh" "$CORRAL" run -- sh -c 'cat .config/gh/hosts.yml .aws/credentials' 2>&1)
+expect_not_contains "$out" TOPSECRET
+rm -rf "$wh"
+
 echo "secrets cases: $cases"
 finish
