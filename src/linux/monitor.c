@@ -419,13 +419,16 @@ int protect_prepare(struct profile *pr, struct path_list *watch, corral_error *e
     if (r < 0)
       return error_set(err, -ENOMEM, ENOMEM, "out of memory");
   }
-  /* A deny-read path is hidden by its name: were a directory above it in a
-   * write root renamed (~/.config/gh to ~/.config/gh-x), the secret would
-   * be on the host under a name no later run hides.  Its own cover is a
-   * mount point already, which cannot be renamed. */
-  for (size_t i = 0; i < pr->deny_read.n; i++)
-    if (in_write_root(pr, pr->deny_read.v[i]) && pin_above(pr, pr->deny_read.v[i]) < 0)
-      return error_set(err, -ENOMEM, ENOMEM, "out of memory");
+  /* A deny-read path or a daemon's socket is hidden by its name: were a
+   * directory above it in a write root renamed (~/.config/gh to
+   * ~/.config/gh-x, /tmp/ssh-XXXX to anything), the secret or the socket
+   * would be on the host under a name no later run hides.  Its own cover is
+   * a mount point already, which cannot be renamed. */
+  const struct path_list *hidden[] = {&pr->deny_read, &pr->hidden_sockets};
+  for (size_t l = 0; l < ARRAY_SIZE(hidden); l++)
+    for (size_t i = 0; i < hidden[l]->n; i++)
+      if (in_write_root(pr, hidden[l]->v[i]) && pin_above(pr, hidden[l]->v[i]) < 0)
+        return error_set(err, -ENOMEM, ENOMEM, "out of memory");
   return 0;
 }
 

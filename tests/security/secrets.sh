@@ -260,5 +260,18 @@ out=$(cd "$wh" && HOME="$wh" "$CORRAL" run -- sh -c 'cat .config/gh/hosts.yml .a
 expect_not_contains "$out" TOPSECRET
 rm -rf "$wh"
 
+case_ "an agent's socket in a write root cannot be renamed away for a later run to reach"
+# ssh-agent's own place is /tmp/ssh-XXXX/agent.N, and /tmp is writable.
+mkdir -p "$other/agentdir"
+python3 -c 'import socket, sys, time
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(1); time.sleep(20)' \
+  "$other/agentdir/agent.sock" & agent=$!
+for _ in $(seq 50); do [ -S "$other/agentdir/agent.sock" ] && break; sleep 0.1; done
+out=$(SSH_AUTH_SOCK="$other/agentdir/agent.sock" "$CORRAL" run --allow-write "$other" -- sh -c \
+  "mv $other/agentdir $other/moved && echo MOVED-AGENT-DIR" 2>&1)
+expect_not_contains "$out" MOVED-AGENT-DIR
+[ -S "$other/agentdir/agent.sock" ] && pass || fail "the agent's socket moved: $(ls "$other")"
+kill "$agent" 2>/dev/null; wait "$agent" 2>/dev/null
+
 echo "secrets cases: $cases"
 finish
