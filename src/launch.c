@@ -62,6 +62,28 @@
 
 /* ------------------------------------------------------------- report */
 
+/* Records init holds back to write at once: each write wakes the
+ * supervisor, and on a busy machine each wake-up costs a wait for a CPU.
+ * Eight records fit one atomic pipe write (PIPE_BUF). */
+static struct report_record held[8];
+static size_t nheld;
+static bool holding;
+
+static void report_put(int fd, const void *buf, size_t len) {
+  ssize_t w;
+  do
+    w = write(fd, buf, len);
+  while (w < 0 && errno == EINTR);
+}
+
+/* Writes what is held, in one write, and holds no more. */
+static void report_release(int fd) {
+  holding = false;
+  if (nheld)
+    report_put(fd, held, nheld * sizeof *held);
+  nheld = 0;
+}
+
 void report_write(int fd, enum report_type type, int value, int aux, const char *text) {
   struct report_record rec;
   memset(&rec, 0, sizeof rec);
@@ -75,10 +97,12 @@ void report_write(int fd, enum report_type type, int value, int aux, const char 
       n = sizeof rec.text - 1;
     memcpy(rec.text, text, n);
   }
-  ssize_t w;
-  do
-    w = write(fd, &rec, sizeof rec);
-  while (w < 0 && errno == EINTR);
+  if (holding && nheld == ARRAY_SIZE(held))
+    report_release(fd), holding = true; /* in order: what is held goes first */
+  if (holding)
+    held[nheld++] = rec;
+  else
+    report_put(fd, &rec, sizeof rec);
 }
 
 void launch_report_free(launch_report *r) {
@@ -260,6 +284,23 @@ pid_t launch_clone3(unsigned long flags, int *pidfd) {
   args.pidfd = (uint64_t)(uintptr_t)pidfd;
   args.exit_signal = SIGCHLD;
   return (pid_t)syscall(SYS_clone3, &args, sizeof args);
+}
+
+void launch_pin_here(struct launch_pin *pin) {
+  pin->pinned = false;
+  int cpu = sched_getcpu();
+  if (cpu < 0 || cpu >= CPU_SETSIZE || sched_getaffinity(0, sizeof pin->was, &pin->was) < 0 ||
+      CPU_COUNT(&pin->was) < 2 || !CPU_ISSET(cpu, &pin->was))
+    return;
+  cpu_set_t here;
+  CPU_ZERO(&here);
+  CPU_SET(cpu, &here);
+  pin->pinned = sched_setaffinity(0, sizeof here, &here) == 0;
+}
+
+void launch_unpin(const struct launch_pin *pin) {
+  if (pin->pinned)
+    sched_setaffinity(0, sizeof pin->was, &pin->was);
 }
 
 static void sleep_ms(long ms) {
@@ -542,8 +583,10 @@ static _Noreturn void finish(struct init_state *st, int report_fd, bool killed) 
     sleep_ms(1);
   }
   int status = st->command_done ? st->command_status : SIGKILL;
+  holding = true; /* the last records and what was held: one wake-up */
   limits_report(&st->limits, WIFSIGNALED(status), report_fd);
   report_write(report_fd, REPORT_EXITED, status, killed, NULL);
+  report_release(report_fd);
   _exit(status_to_code(status));
 }
 
@@ -584,6 +627,7 @@ static int move_fd_above(int fd, int min) {
 struct command_start {
   const launch_plan *plan;
   int report_fd;
+  struct launch_pin pin; /* init's CPUs, the command's too */
   int err;   /* 0: execve succeeded */
   char step; /* 'c' chdir, 'e' execve, 's' the adapter's command_setup (reported) */
 };
@@ -591,6 +635,7 @@ struct command_start {
 static int command_main(void *arg) {
   struct command_start *cs = arg;
   const launch_plan *plan = cs->plan;
+  launch_unpin(&cs->pin);
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, NULL);
@@ -783,8 +828,10 @@ static _Noreturn void init_main(const launch_plan *plan, int stdio[3], int repor
   /* sync 3: the command, spawned the way posix_spawn does it: no copy of
    * init's memory, and init resumes only after execve (or _exit). */
   struct command_start cs = {.plan = plan, .report_fd = report_fd};
+  launch_pin_here(&cs.pin); /* init sleeps until the execve */
   pid_t pid = clone(command_main, command_stack + sizeof command_stack,
                     CLONE_VM | CLONE_VFORK | SIGCHLD, &cs);
+  launch_unpin(&cs.pin);
   if (pid < 0) {
     report_write(report_fd, REPORT_SETUP_FAILED, errno, 0, "init: spawn of the command");
     _exit(125);
@@ -795,8 +842,12 @@ static _Noreturn void init_main(const launch_plan *plan, int stdio[3], int repor
     ; /* command_setup reported the failed step itself */
   else if (cs.err)
     report_write(report_fd, REPORT_EXEC_FAILED, cs.err, 0, cs.step == 'c' ? "chdir" : "execve");
-  else
+  else {
+    /* Held until init wakes for something else: a short command's
+     * launch and end then reach the supervisor in one write. */
+    holding = true;
     report_write(report_fd, REPORT_LAUNCHED, 0, 0, NULL);
+  }
   /* Init keeps no copy of the command's stdio: EOF on the supervisor's
    * pipes must depend on the command's tree alone. */
   close(0), close(1), close(2);
@@ -810,6 +861,8 @@ static _Noreturn void init_main(const launch_plan *plan, int stdio[3], int repor
                             {.fd = st.limits.timer_fd, .events = POLLIN}};
     if (poll(pfd, 3, -1) < 0 && errno != EINTR)
       terminate_tree(&st, sfd, report_fd);
+    if (!(pfd[0].revents & POLLIN))
+      report_release(report_fd); /* a look or a watch event: not the end */
     if (pfd[1].revents && check_protected(&st, report_fd))
       finish(&st, report_fd, true); /* no grace: stopped at once */
     if (pfd[2].revents) {
@@ -837,12 +890,14 @@ static _Noreturn void init_main(const launch_plan *plan, int stdio[3], int repor
       reap(&st);
       if (st.command_done)
         finish(&st, report_fd, false);
+      report_release(report_fd);
       break;
     case SIGUSR1:
       terminate_tree(&st, sfd, report_fd);
     case SIGPIPE:
       break;
     default:
+      report_release(report_fd);
       /* To the command's process group (it is a session leader), as a
        * terminal delivers ^C: a shell's children get it too. */
       if (!st.command_done && kill(-st.command, (int)si.ssi_signo) < 0)

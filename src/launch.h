@@ -11,6 +11,7 @@
 #ifndef CORRAL_LAUNCH_H
 #define CORRAL_LAUNCH_H
 
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -142,6 +143,20 @@ void launch_plan_free(launch_plan *plan);
 
 /* clone3 with a pidfd (when pidfd is not NULL) and SIGCHLD; fork-like. */
 pid_t launch_clone3(unsigned long flags, int *pidfd);
+
+/* The calling thread held to the CPU it is on, across a clone whose parent
+ * is about to sleep: the child inherits that and is queued there, where it
+ * runs as soon as the parent sleeps.  Left to the kernel, a child on a busy
+ * machine is queued on another CPU, and waits there for the running task's
+ * slice to end (up to a tick: 4 ms at 250 Hz) — a wait at each hand-off.
+ * Both take their CPUs back at once, the child as its first act
+ * (launch_unpin).  Nothing when the thread may use only one CPU. */
+struct launch_pin {
+  cpu_set_t was;
+  bool pinned;
+};
+void launch_pin_here(struct launch_pin *pin);
+void launch_unpin(const struct launch_pin *pin);
 
 typedef struct launch_child {
   pid_t pid;       /* init's pid, as the supervisor sees it */

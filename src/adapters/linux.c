@@ -4,7 +4,8 @@
  *
  * Setup order inside init (each later step relies on the earlier ones):
  *   1. (network denied) a child of init makes a private network namespace
- *      with loopback up while init goes on with 2-4, and init joins it
+ *      with loopback up while init goes on with 2-4 (on a machine with no
+ *      CPU free to run that child, init makes it itself), and init joins it
  *      after 4 (not after 5: Landlock forbids reaching into the child);
  *      the child hides itself first (not dumpable, like init) and hands
  *      over the namespaces as descriptors; with restricted reads it then
@@ -44,8 +45,11 @@ static int hide_init(int report_fd) {
  * namespace takes longest. */
 static int linux_init_setup(const launch_plan *plan, int report_fd) {
   const struct linux_plan *lp = plan->adapter_data;
-  bool helper = !lp->profile.network_allow, pivot = mounts_pivot(lp);
-  if ((helper && ns_net_begin_apply(report_fd) < 0) || mounts_clone_apply(lp, report_fd) < 0 ||
+  bool denied = !lp->profile.network_allow, pivot = mounts_pivot(lp);
+  bool helper = denied && ns_net_alongside_pays();
+  if ((helper && ns_net_begin_apply(report_fd) < 0) ||
+      (denied && !helper && ns_net_self_apply(report_fd) < 0) ||
+      mounts_clone_apply(lp, report_fd) < 0 ||
       ns_drop_bounding_apply(report_fd) < 0 || seccomp_apply(&lp->seccomp, report_fd) < 0 ||
       ns_write_id_maps_apply(lp->uid, lp->gid, report_fd) < 0 || hide_init(report_fd) < 0 ||
       mounts_apply(lp, !helper, report_fd) < 0 ||

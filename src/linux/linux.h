@@ -67,6 +67,9 @@ int ns_write_id_maps_apply(uid_t uid, gid_t gid, int report_fd);
  * detaches the old root (after mounts_apply(..., false));
  * ns_net_detached_apply waits for that. */
 int ns_net_begin_apply(int report_fd);
+/* Or made by init itself (after ns_net_alongside_pays says no). */
+bool ns_net_alongside_pays(void);
+int ns_net_self_apply(int report_fd);
 int ns_net_join_apply(bool hand_over, int report_fd);
 int ns_net_detached_apply(int report_fd);
 int ns_drop_bounding_apply(int report_fd);
