@@ -30,6 +30,17 @@ v=json.load(sys.stdin)
 for k in sys.argv[1].split("."):
     v = v[int(k)] if isinstance(v, list) else v.get(k) if isinstance(v, dict) else None
 print("null" if v is None else (json.dumps(v) if isinstance(v,(dict,list,bool)) else v))' "$1"; }
+# The cached mask of the view that holds $HOME (its own or an ancestor's),
+# from a run's mountinfo on stdin: "MASK DIR", DIR being where HOME's
+# entries are in it.  Other tests share the cache; this one is HOME's.
+home_mask() {
+  python3 -c 'import os, re, sys
+masks, home = sys.argv[1], os.environ["HOME"]
+for m in re.finditer(r"lowerdir=(" + re.escape(masks) + r"/[0-9a-f]+):([^ ,]+)", sys.stdin.read()):
+    view = m.group(2)
+    if home == view or home.startswith(view.rstrip("/") + "/"):
+        print(m.group(1), m.group(1) + home[len(view.rstrip("/")):]); break' "/var/tmp/corral-masks-$(id -u)"
+}
 finish() {
   printf '%d passed, %d failed\n' "$passed" "$failed"
   [ "$failed" -eq 0 ]

@@ -28,8 +28,8 @@ int runtime_acquire(const char *workspace, const struct path_list *roots,
 void runtime_release(struct runtime_lease *rl);
 void runtime_cleanup(const char *base, time_t max_age, size_t keep);
 /* Where init keeps the views' masks (mounts.c), made if need be, in `out`
- * ("" when there is none that is the user's alone).  true when it lies in
- * a write root: it must then be made read-only for the run. */
+ * ("" when there is none that is the user's alone).  true when a write
+ * root holds it or lies in it: it must then be made read-only for the run. */
 bool runtime_mask_cache(char *out, size_t size, const struct path_list *write_roots);
 
 /* monitor.c: protected metadata in the write roots. */

@@ -58,16 +58,14 @@ static void runtime_base(char *out, size_t size) {
 
 bool runtime_mask_cache(char *out, size_t size, const struct path_list *write_roots) {
   /* Not under HOME, where the views are: overlayfs refuses a layer inside
-   * another.  The user's runtime directory (if it is this user's: sudo
-   * keeps the caller's), else a directory of the user's own in /var/tmp —
-   * only the user's and only theirs (a directory someone else made there
-   * first is not used). */
-  const char *run = getenv("XDG_RUNTIME_DIR");
+   * another.  One place for every run of the user's, whatever its
+   * environment: each run must know where the masks are to keep them out
+   * of its command's reach (a second place, named by a variable, would be
+   * writable to a run that did not know of it).  A directory of the user's
+   * own in /var/tmp — only the user's and only theirs (a directory someone
+   * else made there first is not used). */
   struct stat st;
-  if (run && run[0] == '/' && stat(run, &st) == 0 && st.st_uid == geteuid())
-    snprintf(out, size, "%s/corral-masks", run);
-  else
-    snprintf(out, size, "/var/tmp/corral-masks-%u", (unsigned)geteuid());
+  snprintf(out, size, "/var/tmp/corral-masks-%u", (unsigned)geteuid());
   if ((mkdir(out, 0700) < 0 && errno != EEXIST) || lstat(out, &st) < 0 || !S_ISDIR(st.st_mode) ||
       st.st_uid != geteuid() || (st.st_mode & 077)) {
     out[0] = '\0';
@@ -76,8 +74,9 @@ bool runtime_mask_cache(char *out, size_t size, const struct path_list *write_ro
   char *real = path_resolve(out, NULL);
   snprintf(out, size, "%s", real ? real : "");
   free(real);
+  /* A write root above it, or inside it (a mask's own directory). */
   for (size_t i = 0; i < write_roots->n; i++)
-    if (out[0] && path_is_under(out, write_roots->v[i]))
+    if (out[0] && (path_is_under(out, write_roots->v[i]) || path_is_under(write_roots->v[i], out)))
       return true;
   return false;
 }

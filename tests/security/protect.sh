@@ -185,53 +185,56 @@ expect_not_contains "$out" SECRET
 t "--allow-read re-includes a store on purpose"
 expect_eq SECRET-late "$(cr --allow-read "$HOME/.aws" -- cat "$HOME/.aws/credentials")"
 
-# The masks' cache of a runtime directory of this test's own: other tests
-# running meanwhile as the same user share the one in /var/tmp.
-saved_run=${XDG_RUNTIME_DIR-}
-export XDG_RUNTIME_DIR=$(mktemp -d /var/tmp/corral-run-XXXXXX) # not in a write root
-masks=$XDG_RUNTIME_DIR/corral-masks
+# The masks' cache is one place for all of the user's runs, whatever their
+# environment; other tests share it meanwhile, so these look at the mask
+# of this test's own HOME (its key is that view's).
+masks=/var/tmp/corral-masks-$(id -u)
 t "the views' masks are made once, kept outside HOME, and found again"
 cr -- true
-n1=$(ls "$masks" | wc -l)
-out=$(cr -- cat /proc/self/mountinfo)
-n2=$(ls "$masks" | wc -l)
-[ "$n1" -ge 1 ] && [ "$n1" = "$n2" ] && pass || fail "masks before/after: $n1/$n2"
+read -r mask _ < <(cr -- cat /proc/self/mountinfo | home_mask)
+[ -n "$mask" ] && [ -d "$mask" ] && pass || fail "no mask of $HOME in $masks"
+elsewhere=$(mktemp -d /var/tmp/corral-elsewhere-XXXXXX) # a runtime directory of the user's
+read -r again _ < <(XDG_RUNTIME_DIR=$elsewhere cr -- cat /proc/self/mountinfo | home_mask)
+expect_eq "$mask" "$again" "the mask another environment's run uses"
+expect_eq "" "$(ls -A "$elsewhere")" "what a run leaves in its runtime directory"
+rm -rf "$elsewhere"
 t "a mask from the cache keeps hiding a store created while the command runs"
-expect_contains "$out" "lowerdir=$masks/"
 rm -rf "$HOME/.aws"
 cr -- true
 ( sleep 0.3; mkdir -p "$HOME/.aws"; echo SECRET-cached > "$HOME/.aws/credentials" ) &
 out=$(cr -- sh -c "sleep 0.8; cat $HOME/.aws/credentials" 2>&1); wait
 expect_not_contains "$out" SECRET
 
-t "a run whose write roots hold the masks cannot change them, and leaves them for the next"
+t "a run whose write roots hold the masks, or lie in them, cannot change them, and leaves them"
 # They are layers of the views of every sandbox running meanwhile.
 rm -rf "$HOME/.aws"
-cr -- true
-entry=$(ls -d "$masks"/*/ | head -1)
-n1=$(find "$masks" | wc -l)
-cr --allow-write "$masks" -- sh -c "echo planted > ${entry}planted.txt; rm -f ${entry}.aws" 2>/dev/null
-expect_absent "${entry}planted.txt"
-expect_eq "$n1" "$(find "$masks" | wc -l)" "entries of the masks after the run"
+read -r mask in_mask < <(cr -- cat /proc/self/mountinfo | home_mask)
+n1=$(find "$mask" | wc -l)
+for root in "$masks" "$mask"; do
+  cr --allow-write "$root" -- sh -c "echo planted > $mask/planted.txt; rm -f $in_mask/.aws" 2>/dev/null
+  expect_absent "$mask/planted.txt"
+  expect_eq "$n1" "$(find "$mask" | wc -l)" "entries of the mask after a run writing $root"
+done
 out=$(cr -- sh -c "cat $HOME/planted.txt 2>/dev/null; ls -a $HOME" 2>&1)
 expect_not_contains "$out" planted
-rm -rf "$XDG_RUNTIME_DIR"
 
 if [ "$(id -u)" -eq 0 ]; then
   t "a masks directory another user made first is not used, and nothing is written to it"
-  XDG_RUNTIME_DIR=$(mktemp -d /var/tmp/corral-run-XXXXXX)
-  chmod 1777 "$XDG_RUNTIME_DIR"
-  squat=$XDG_RUNTIME_DIR/corral-masks
+  # For a uid of no account's, whose cache no other test uses.
+  uid=54000
+  squat=/var/tmp/corral-masks-$uid
+  uhome=$(mktemp -d /var/tmp/corral-squat-home-XXXXXX) # not in a write root
+  uws=$(mktemp -d /var/tmp/corral-squat-ws-XXXXXX); chown "$uid:$uid" "$uhome" "$uws"
+  rm -rf "$squat"
   setpriv --reuid=nobody --regid=nogroup --clear-groups mkdir -m 0777 "$squat"
-  rm -rf "$HOME/.aws"
-  ( sleep 0.3; mkdir -p "$HOME/.aws"; echo SECRET-squat > "$HOME/.aws/credentials" ) &
-  out=$(cr -- sh -c "grep -o 'lowerdir=[^:]*' /proc/self/mountinfo; sleep 0.8; cat $HOME/.aws/credentials" 2>&1); wait
+  ( sleep 0.3; mkdir -p "$uhome/.aws"; echo SECRET-squat > "$uhome/.aws/credentials" ) &
+  out=$(cd "$uws" && setpriv --reuid=$uid --regid=$uid --clear-groups env HOME="$uhome" \
+    "$CORRAL" run -- sh -c "grep -o 'lowerdir=[^:]*' /proc/self/mountinfo; sleep 0.8; cat $uhome/.aws/credentials" 2>&1); wait
   expect_not_contains "$out" "$squat"
   expect_not_contains "$out" SECRET
   expect_eq "" "$(ls -A "$squat")"
-  rm -rf "$XDG_RUNTIME_DIR" "$HOME/.aws"
+  rm -rf "$squat" "$uhome" "$uws"
 fi
-if [ -n "$saved_run" ]; then export XDG_RUNTIME_DIR=$saved_run; else unset XDG_RUNTIME_DIR; fi
 
 t "daemons' and terminals' sockets (ssh-agent, docker, the session bus, tmux) cannot be reached; other sockets can"
 # Not under HOME: a socket seen through its overlay view cannot be connected to.
