@@ -35,7 +35,7 @@ hogs=()
 for _ in $(seq "$(nproc)"); do yes >/dev/null & hogs+=($!); done
 trap 'kill "${hogs[@]}" 2>/dev/null' EXIT
 read -r -d '' results < <(measure "$LOADED_ROUNDS"; printf '\0')
-kill "${hogs[@]}"; wait "${hogs[@]}" 2>/dev/null
+kill "${hogs[@]}"; wait "${hogs[@]}" 2>/dev/null || true
 lc=$(sed -n 1p <<<"$results" | cut -d' ' -f1)
 lb=$(sed -n 2p <<<"$results" | cut -d' ' -f1)
 lt=$(sed -n 3p <<<"$results" | cut -d' ' -f1)
