@@ -139,18 +139,19 @@ static int compute_read_allow(const struct profile *pr, struct path_list *out) {
   return r;
 }
 
-/* Read-only paths inside write roots that no layer enforces yet. */
+/* Read-only paths inside write roots (or holding one) that no layer
+ * enforces yet. */
 static void unenforced_readonly(const struct profile *pr, char *out, size_t size) {
   out[0] = '\0';
   for (size_t i = 0; i < pr->deny_write.n; i++) {
     const char *p = pr->deny_write.v[i];
     bool inside = false;
     for (size_t k = 0; k < pr->write_roots.n && !inside; k++)
-      inside = path_is_under(p, pr->write_roots.v[k]);
+      inside = path_is_under(p, pr->write_roots.v[k]) || path_is_under(pr->write_roots.v[k], p);
     if (!inside || (access(p, W_OK) < 0 && (errno == EROFS || errno == EACCES)))
       continue; /* outside a write root Landlock denies it; or already read-only */
     if (!out[0])
-      snprintf(out, size, "read-only paths inside a write root (`%s`)", p);
+      snprintf(out, size, "a read-only path in or around a write root (`%s`)", p);
     return;
   }
 }

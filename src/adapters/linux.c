@@ -83,9 +83,9 @@ int linux_plan_prepare(const corral_policy *policy, const struct sock_fprog *sec
       environment_prepare(&plan->envp, &plan->envc, &lp->profile, backend, lp->runtime.root) < 0)
     return error_set(err, -ENOMEM, ENOMEM, "out of memory");
   /* The masks are layers of the views of every sandbox running now: a run
-   * whose write roots hold them (TMPDIR=/var/tmp, --allow-write /run/user)
-   * gets them read-only, never to change what another run hides (the
-   * landlock-only adapter, which cannot, refuses such a run). */
+   * whose write roots hold them (TMPDIR=/var/tmp, --allow-write /var/tmp)
+   * or lie in them gets them read-only, never to change what another run
+   * hides (the landlock-only adapter, which cannot, refuses such a run). */
   if (runtime_mask_cache(lp->mask_cache, sizeof lp->mask_cache, &lp->profile.write_roots) &&
       path_list_add(&lp->profile.deny_write, lp->mask_cache) < 0)
     return error_set(err, -ENOMEM, ENOMEM, "out of memory");

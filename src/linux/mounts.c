@@ -378,7 +378,8 @@ static void parent_of(const char *path, const struct denied *d, char *out) {
 /* A clone of cover `src` (denied_fd, empty_fd) attached on the target
  * opened as `tfd`: both by descriptor, no path looked up again.  A clone
  * has its mount's flags, so it is read-only like the scratch it comes
- * from (step 8).  ENOTDIR: the cover and the target differ in type. */
+ * from (step 8).  Cover and target must be of one type (a directory or
+ * not). */
 static int cover_with(int src, int tfd) {
   int fd = open_tree(src, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
   if (fd < 0)

@@ -350,10 +350,19 @@ err=$(cr --backend landlock "${llsock[@]}" -- true 2>&1); expect_eq 125 $?
 expect_contains "$err" ".git/hooks"
 cd "$llws"; echo a > f
 err=$(cr --backend landlock "${llsock[@]}" --deny-write "$llws/f" -- true 2>&1); expect_eq 125 $?
-expect_contains "$err" "read-only paths inside a write root"
+expect_contains "$err" "a read-only path in or around a write root"
 json=$(cr --json --backend landlock "${llsock[@]}" --allow-degraded --deny-write "$llws/f" -- true)
 expect_eq degraded "$(printf '%s' "$json" | json_get outcome.enforcement.level)"
-expect_contains "$(printf '%s' "$json" | json_get outcome.enforcement.downgradeReason)" "read-only paths"
+expect_contains "$(printf '%s' "$json" | json_get outcome.enforcement.downgradeReason)" "read-only path"
+# The views' masks, layers of every running sandbox's views: a write root
+# holding them or inside them.
+masks=/var/tmp/corral-masks-$(id -u)
+mkdir -p "$masks/corral-test-inside"
+for root in /var/tmp "$masks/corral-test-inside"; do
+  err=$(cr --backend landlock "${llsock[@]}" --allow-write "$root" -- true 2>&1); expect_eq 125 $?
+  expect_contains "$err" "$masks"
+done
+rmdir "$masks/corral-test-inside"
 
 t "corral doctor --json is valid JSON and says what enforces"
 json=$("$CORRAL" doctor --json); rc=$?
