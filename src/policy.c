@@ -423,6 +423,9 @@ static bool cat3(char *dst, size_t size, const char *a, const char *b, const cha
 struct resolve_cache {
   size_t n, nmissing;
   char *in[32], *out[32];
+  /* When set, where a resolved path whose last component is a symlink is
+   * recorded (profile.deny_links). */
+  struct path_list *links;
   /* Found missing: nothing below them exists.  A hash set (open
    * addressing; a full set just forgets), asked once per ancestor. */
   char *missing[256];
@@ -703,6 +706,46 @@ static bool remember_parent(struct resolve_cache *c, const char *in, const char 
   return true;
 }
 
+/* A link whose target is no longer denied (an --allow-read of it) is no
+ * longer covered either. */
+static void drop_allowed_links(struct path_list *links, const struct path_list *deny) {
+  for (size_t i = 0; i < links->n;) {
+    char *target = path_resolve(links->v[i], NULL);
+    if (target && path_list_has(deny, target)) {
+      i++;
+    } else {
+      free(links->v[i]);
+      links->v[i] = links->v[--links->n];
+      links->v[links->n] = NULL;
+    }
+    free(target);
+  }
+}
+
+/* `path` (absolute, resolving) ends in a symlink: the link's own real
+ * place, its parent resolved, recorded. */
+static void record_link(struct resolve_cache *c, const char *path) {
+  struct stat st;
+  char parent[PATH_MAX], rp[PATH_MAX];
+  snprintf(parent, sizeof parent, "%s", path);
+  normalise(parent);
+  char *slash = strrchr(parent, '/');
+  if (!slash || lstat(path, &st) < 0 || !S_ISLNK(st.st_mode))
+    return;
+  char name[NAME_MAX + 1];
+  snprintf(name, sizeof name, "%s", slash + 1);
+  if (slash == parent)
+    slash[1] = '\0';
+  else
+    *slash = '\0';
+  if (!resolve_parent(parent, rp, c))
+    return;
+  char link[PATH_MAX * 2];
+  snprintf(link, sizeof link, "%s/%s", strcmp(rp, "/") == 0 ? "" : rp, name);
+  if (strlen(link) < PATH_MAX && !path_list_has(c->links, link))
+    path_list_add(c->links, link);
+}
+
 static char *resolve_cached(const char *path, struct resolve_cache *cache, corral_error *err) {
   char buf[PATH_MAX * 2], home[PATH_MAX];
   if (path[0] == '~' && (path[1] == '/' || path[1] == '\0')) {
@@ -736,6 +779,8 @@ static char *resolve_cached(const char *path, struct resolve_cache *cache, corra
     return known;
   char real[PATH_MAX];
   if (!known_missing(cache, buf) && resolve_existing(buf, real)) {
+    if (cache && cache->links && strcmp(real, buf) != 0)
+      record_link(cache, buf);
     /* Its path had no symlink: so has its parent's, which is remembered
      * (in half the cache at most, the rest is the stores'), and siblings
      * given after it — three hundred --deny-read paths in one directory —
@@ -1397,10 +1442,12 @@ int profile_resolve(const corral_policy *p, char *const *roots, size_t nroots, s
     r = path_list_add(&pr->read_roots, "/");
   for (size_t i = 0; i < L[CORRAL_POLICY_READ_ROOTS].n && r == 0; i++)
     r = add_resolved(&pr->read_roots, L[CORRAL_POLICY_READ_ROOTS].v[i], &cache, err);
+  cache.links = &pr->deny_links;
   for (size_t i = 0; i < L[CORRAL_POLICY_DENY_READ].n && r == 0; i++)
     r = add_resolved(&pr->deny_read, L[CORRAL_POLICY_DENY_READ].v[i], &cache, err);
   if (r == 0 && p->enforce)
     r = add_secret_stores(&pr->deny_read, &cache, err);
+  cache.links = NULL;
   /* With Unix sockets refused, no daemon's can be reached: none to hide. */
   if (r == 0 && p->enforce && !p->block_unix)
     r = add_daemon_sockets(&pr->hidden_sockets, &cache, err);
@@ -1409,6 +1456,7 @@ int profile_resolve(const corral_policy *p, char *const *roots, size_t nroots, s
   if (r == 0) {
     drop_reincluded(&pr->deny_read, &pr->allow_read);
     drop_reincluded(&pr->hidden_sockets, &pr->allow_read);
+    drop_allowed_links(&pr->deny_links, &pr->deny_read);
   }
   for (size_t i = 0; i < L[CORRAL_POLICY_DENY_WRITE].n && r == 0; i++)
     r = add_resolved(&pr->deny_write, L[CORRAL_POLICY_DENY_WRITE].v[i], &cache, err);
@@ -1436,7 +1484,8 @@ int profile_resolve(const corral_policy *p, char *const *roots, size_t nroots, s
   }
   /* Outer roots before inner ones: mounts are applied in this order. */
   struct path_list *sorted[] = {&pr->write_roots, &pr->deny_write, &pr->deny_read,
-                                 &pr->allow_read, &pr->read_roots, &pr->hidden_sockets};
+                                 &pr->allow_read, &pr->read_roots, &pr->hidden_sockets,
+                                 &pr->deny_links};
   for (size_t i = 0; i < ARRAY_SIZE(sorted); i++)
     sort_unique(sorted[i]);
   if (pr->deny_read.n && (pr->deny_missing = calloc(pr->deny_read.n, sizeof(size_t))))
@@ -1464,6 +1513,7 @@ void profile_free(struct profile *pr) {
   path_list_free(&pr->deny_write);
   path_list_free(&pr->pinned);
   path_list_free(&pr->hidden_sockets);
+  path_list_free(&pr->deny_links);
   path_list_free(&pr->allow_read);
   path_list_free(&pr->platform_roots);
   path_list_free(&pr->protected_names);

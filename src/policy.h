@@ -45,6 +45,11 @@ struct profile {
   struct path_list deny_write;
   struct path_list pinned;       /* bound onto themselves: no rename, no removal */
   struct path_list hidden_sockets; /* daemons that would act outside: masked */
+  /* Deny-read paths whose last component, as named, is a symlink (~/.ssh
+   * -> dotfiles/ssh): the link's real place.  deny_read holds the target;
+   * in a write root the link itself is covered too, since a command that
+   * removed it would leave later runs not knowing the target is a store. */
+  struct path_list deny_links;
   struct path_list allow_read;
   struct path_list platform_roots;
   struct path_list protected_names;

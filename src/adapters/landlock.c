@@ -176,6 +176,11 @@ static int landlock_prepare(corral_adapter *ad, const corral_request *req, launc
     unenforced_readonly(&lp->profile, gap, sizeof gap);
   if (!gap[0] && lp->profile.hidden_sockets.n)
     snprintf(gap, sizeof gap, "hiding daemons' sockets (`%s`)", lp->profile.hidden_sockets.v[0]);
+  for (size_t i = 0; !gap[0] && i < lp->profile.deny_links.n; i++)
+    for (size_t k = 0; !gap[0] && k < lp->profile.write_roots.n; k++)
+      if (path_is_under(lp->profile.deny_links.v[i], lp->profile.write_roots.v[k]))
+        snprintf(gap, sizeof gap, "keeping a secret store's symlink in a write root (`%s`)",
+                 lp->profile.deny_links.v[i]);
   if (!gap[0] && compute_read_allow(&lp->profile, &lp->read_allow) < 0)
     return error_set(err, -ENOMEM, ENOMEM, "out of memory");
   if (gap[0] && !la->allow_degraded)

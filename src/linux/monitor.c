@@ -424,7 +424,7 @@ int protect_prepare(struct profile *pr, struct path_list *watch, corral_error *e
    * ~/.config/gh-x, /tmp/ssh-XXXX to anything), the secret or the socket
    * would be on the host under a name no later run hides.  Its own cover is
    * a mount point already, which cannot be renamed. */
-  const struct path_list *hidden[] = {&pr->deny_read, &pr->hidden_sockets};
+  const struct path_list *hidden[] = {&pr->deny_read, &pr->hidden_sockets, &pr->deny_links};
   for (size_t l = 0; l < ARRAY_SIZE(hidden); l++)
     for (size_t i = 0; i < hidden[l]->n; i++)
       if (in_write_root(pr, hidden[l]->v[i]) && pin_above(pr, hidden[l]->v[i]) < 0)

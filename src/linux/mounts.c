@@ -405,6 +405,29 @@ static int cover_file(const char *path, int report_fd, const char *what) {
   return r == 0 ? 0 : setup_failed(report_fd, e, what, path);
 }
 
+/* A store's symlink in a write root (~/.ssh -> dotfiles/ssh), its target
+ * denied: the unreadable file over the link itself, which then can be
+ * neither removed nor replaced (a mount point).  Opened as the link (no
+ * symlink followed on the way, none at the end); nothing when it is gone
+ * or no longer a link. */
+static int cover_link(const char *path, int report_fd) {
+  char target[PATH_MAX];
+  in_root(target, path);
+  struct open_how how = {.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC, .resolve = RESOLVE_NO_SYMLINKS};
+  int tfd = (int)syscall(SYS_openat2, AT_FDCWD, target, &how, sizeof how), e = errno;
+  struct stat st;
+  if (tfd < 0)
+    return e == ENOENT || e == ENOSYS ? 0 : setup_failed(report_fd, e, "mounts: cover `%s`", path);
+  if (fstat(tfd, &st) < 0 || !S_ISLNK(st.st_mode)) {
+    close(tfd);
+    return 0;
+  }
+  int r = cover_with(denied_fd, tfd);
+  e = errno;
+  close(tfd);
+  return r == 0 ? 0 : setup_failed(report_fd, e, "mounts: cover `%s`", path);
+}
+
 static int deny_read(size_t idx, const struct profile *pr, int report_fd) {
   const char *path = pr->deny_read.v[idx];
   char target[PATH_MAX];
@@ -1020,6 +1043,10 @@ int mounts_apply(const struct linux_plan *lp, bool detach, int report_fd) {
       return -1;
   for (size_t i = 0; i < pr->hidden_sockets.n; i++)
     if (cover_file(pr->hidden_sockets.v[i], report_fd, "mounts: hide socket `%s`") < 0)
+      return -1;
+  for (size_t i = 0; i < pr->deny_links.n; i++)
+    if (under_any(pr->deny_links.v[i], &pr->write_roots) &&
+        cover_link(pr->deny_links.v[i], report_fd) < 0)
       return -1;
   if (pr->restricted_read) {
     in_root(path, "/");

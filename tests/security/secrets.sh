@@ -260,6 +260,23 @@ out=$(cd "$wh" && HOME="$wh" "$CORRAL" run -- sh -c 'cat .config/gh/hosts.yml .a
 expect_not_contains "$out" TOPSECRET
 rm -rf "$wh"
 
+case_ "a store reached through a symlink in a write root keeps its link"
+# ~/.ssh -> dotfiles/ssh: the target is hidden; were the link removed or
+# replaced, later runs would not know the target is a store.
+wh=$(mktemp -d "$HOME/corral-sec-wshome-XXXXXX")
+mkdir -p "$wh/dotfiles/ssh"; echo TOPSECRET-KEY > "$wh/dotfiles/ssh/id_ed25519"
+ln -s dotfiles/ssh "$wh/.ssh"
+out=$(cd "$wh" && HOME="$wh" "$CORRAL" run -- sh -c '
+  rm .ssh && echo REMOVED-LINK; mv .ssh x && echo MOVED-LINK; ln -sfn /tmp .ssh && echo REPLACED-LINK
+  cat .ssh/id_ed25519 dotfiles/ssh/id_ed25519' 2>&1)
+for what in REMOVED-LINK MOVED-LINK REPLACED-LINK TOPSECRET; do expect_not_contains "$out" "$what"; done
+expect_eq dotfiles/ssh "$(readlink "$wh/.ssh")" "the link on the host"
+out=$(cd "$wh" && HOME="$wh" "$CORRAL" run -- cat dotfiles/ssh/id_ed25519 2>&1)
+expect_not_contains "$out" TOPSECRET
+expect_eq TOPSECRET-KEY "$(cd "$wh" && HOME="$wh" "$CORRAL" run --allow-read "$wh/.ssh" -- cat .ssh/id_ed25519)" \
+  "an --allow-read of it"
+rm -rf "$wh"
+
 case_ "an agent's socket in a write root cannot be renamed away for a later run to reach"
 # ssh-agent's own place is /tmp/ssh-XXXX/agent.N, and /tmp is writable.
 mkdir -p "$other/agentdir"
