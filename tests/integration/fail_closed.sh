@@ -47,6 +47,6 @@ json=$(corral_jailed run --json --allow-degraded --deny-write "$work/keep" -- tr
 expect_eq 0 $rc
 expect_eq true "$(printf '%s' "$json" | json_get outcome.enforcement.degraded)"
 expect_eq degraded "$(printf '%s' "$json" | json_get outcome.enforcement.level)"
-expect_contains "$(printf '%s' "$json" | json_get outcome.enforcement.downgradeReason)" "read-only paths"
+expect_contains "$(printf '%s' "$json" | json_get outcome.enforcement.downgradeReason)" "a read-only path in or around a write root"
 
 finish
