@@ -419,11 +419,12 @@ int protect_prepare(struct profile *pr, struct path_list *watch, corral_error *e
     if (r < 0)
       return error_set(err, -ENOMEM, ENOMEM, "out of memory");
   }
-  /* A deny-read path or a daemon's socket is hidden by its name: were a
-   * directory above it in a write root renamed (~/.config/gh to
-   * ~/.config/gh-x, /tmp/ssh-XXXX to anything), the secret or the socket
-   * would be on the host under a name no later run hides.  Its own cover is
-   * a mount point already, which cannot be renamed. */
+  /* A deny-read path, a store's symlink or a daemon's socket is hidden by
+   * its name: were a directory above it in a write root renamed
+   * (~/.config/gh to ~/.config/gh-x, ssh-agent's directory in /tmp to any
+   * name), the secret or the socket would be on the host under a name no
+   * later run hides.  Its own cover is a mount point already, which cannot
+   * be renamed. */
   const struct path_list *hidden[] = {&pr->deny_read, &pr->hidden_sockets, &pr->deny_links};
   for (size_t l = 0; l < ARRAY_SIZE(hidden); l++)
     for (size_t i = 0; i < hidden[l]->n; i++)

@@ -376,19 +376,24 @@ static void parent_of(const char *path, const struct denied *d, char *out) {
 }
 
 /* A clone of cover `src` (denied_fd, empty_fd) attached on the target
- * opened as `tfd`: both by descriptor, no path looked up again.  A clone
- * has its mount's flags, so it is read-only like the scratch it comes
- * from (step 8).  Cover and target must be of one type (a directory or
- * not). */
-static int cover_with(int src, int tfd) {
-  int fd = open_tree(src, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
-  if (fd < 0)
-    return -1;
-  int r = move_mount(fd, "", tfd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
+ * opened as `tfd` (closed): both by descriptor, no path looked up again.
+ * A clone has its mount's flags, so it is read-only like the scratch it
+ * comes from (step 8).  Cover and target must be of one type (a directory
+ * or not).  0, or -1 after reporting `what` of `path`. */
+static int cover_with(int src, int tfd, int report_fd, const char *what, const char *path) {
+  int fd = open_tree(src, "", OPEN_TREE_CLOEXEC | OPEN_TREE_CLONE | AT_EMPTY_PATH);
+  int r = fd < 0 ? -1
+                 : move_mount(fd, "", tfd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
   int e = errno;
-  close(fd);
-  errno = e;
-  return r;
+  if (fd >= 0)
+    close(fd);
+  close(tfd);
+  return r == 0 ? 0 : setup_failed(report_fd, e, what, path);
+}
+
+/* An allow-read source strictly inside `path`, to be bound back in. */
+static bool inside(const struct source *s, const char *path) {
+  return s->fd >= 0 && path_is_under(s->path, path) && strcmp(s->path, path) != 0;
 }
 
 /* An unreadable empty file over `path` (a denied file, a daemon's socket:
@@ -400,9 +405,7 @@ static int cover_file(const char *path, int report_fd, const char *what) {
   int tfd = open_exact(target);
   if (tfd < 0)
     return errno == ENOENT ? 0 : setup_failed(report_fd, errno, what, path);
-  int r = cover_with(denied_fd, tfd), e = errno;
-  close(tfd);
-  return r == 0 ? 0 : setup_failed(report_fd, e, what, path);
+  return cover_with(denied_fd, tfd, report_fd, what, path);
 }
 
 /* A store's symlink in a write root (~/.ssh -> dotfiles/ssh), its target
@@ -422,10 +425,7 @@ static int cover_link(const char *path, int report_fd) {
     close(tfd);
     return 0;
   }
-  int r = cover_with(denied_fd, tfd);
-  e = errno;
-  close(tfd);
-  return r == 0 ? 0 : setup_failed(report_fd, e, "mounts: cover `%s`", path);
+  return cover_with(denied_fd, tfd, report_fd, "mounts: cover `%s`", path);
 }
 
 static int deny_read(size_t idx, const struct profile *pr, int report_fd) {
@@ -449,14 +449,10 @@ static int deny_read(size_t idx, const struct profile *pr, int report_fd) {
    * and a second call to make it read-only. */
   bool reincluded = false;
   for (size_t i = 0; i < pr->allow_read.n && !reincluded; i++)
-    reincluded = allow_src[i].fd >= 0 && path_is_under(allow_src[i].path, path) &&
-                 strcmp(allow_src[i].path, path) != 0;
+    reincluded = inside(&allow_src[i], path);
   bool dir = fstat(tfd, &st) == 0 && S_ISDIR(st.st_mode);
-  if (!dir || !reincluded) {
-    int r = cover_with(dir ? empty_fd : denied_fd, tfd), e = errno;
-    close(tfd);
-    return r == 0 ? 0 : setup_failed(report_fd, e, "mounts: deny-read `%s`", path);
-  }
+  if (!dir || !reincluded)
+    return cover_with(dir ? empty_fd : denied_fd, tfd, report_fd, "mounts: deny-read `%s`", path);
   /* Mounted on the very directory opened, through its descriptor. */
   char via[64];
   snprintf(via, sizeof via, "/proc/self/fd/%d", tfd);
@@ -468,7 +464,7 @@ static int deny_read(size_t idx, const struct profile *pr, int report_fd) {
   /* allow-read paths inside come back, read-only. */
   for (size_t i = 0; i < pr->allow_read.n; i++) {
     struct source *s = &allow_src[i];
-    if (s->fd < 0 || !path_is_under(s->path, path) || strcmp(s->path, path) == 0)
+    if (!inside(s, path))
       continue;
     char inner[PATH_MAX];
     in_root(inner, s->path);
