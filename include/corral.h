@@ -295,6 +295,9 @@ typedef struct corral_outcome {
   char *changes_skipped; /* owned, may be NULL: why there is no change report */
   corral_limit_hit limit; /* a limit ended the run (not in the Go contract) */
   corral_usage usage;     /* not in the Go contract */
+  char *changes_scanned;  /* owned, may be NULL: why the change report came
+                             from scanning the workspace, not from the
+                             kernel's change events */
 } corral_outcome;
 
 CORRAL_EXTERN void corral_outcome_init(corral_outcome *out);

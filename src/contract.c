@@ -198,6 +198,7 @@ void corral_outcome_free(corral_outcome *out) {
   free(out->changes);
   free(out->message);
   free(out->changes_skipped);
+  free(out->changes_scanned);
   corral_outcome_init(out);
 }
 

@@ -4,8 +4,8 @@
  * Field names and JSON types are those of zero's execution contract:
  * what zero writes decodes here, and what is written here decodes into
  * zero's types and passes its rules.  corral's own fields (`launched`,
- * `message`, `changesSkipped`, `limit`, `usage`) are extra keys zero ignores, written only
- * when known.  Decoding:
+ * `message`, `changesSkipped`, `changesScanned`, `limit`, `usage`) are extra keys zero
+ * ignores, written only when known.  Decoding:
  *  1. syntax errors name the byte position jansson reports;
  *  2. a field of the wrong type or an unknown enum value names the field by
  *     its full path ("command.args[1]", "denial.capability.kind");
@@ -418,6 +418,8 @@ static int decode_outcome(json_t *root, corral_outcome *out, corral_error *err) 
       (r = json_get_string(root, "message", "message", &out->message, err)) < 0 ||
       (r = json_get_string(root, "changesSkipped", "changesSkipped", &out->changes_skipped,
                            err)) < 0 ||
+      (r = json_get_string(root, "changesScanned", "changesScanned", &out->changes_scanned,
+                           err)) < 0 ||
       (r = get_object(root, "exit", "exit", &exit, err)) < 0 ||
       (r = get_object(root, "denial", "denial", &denial, err)) < 0 ||
       (r = get_object(root, "enforcement", "enforcement", &enf, err)) < 0)
@@ -600,6 +602,7 @@ json_t *outcome_to_json_value(const corral_outcome *out) {
     json_object_set_new(o, "changes", a);
   }
   set_string(o, "changesSkipped", out->changes_skipped);
+  set_string(o, "changesScanned", out->changes_scanned);
   if (out->limit.present) {
     json_t *lj = json_object();
     set_enum(lj, "name", CORRAL_ENUM_LIMIT, (int)out->limit.which);

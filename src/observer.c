@@ -18,7 +18,7 @@
  *   2. `.git` and the protected names are skipped at any depth;
  *   3. generated trees are one aggregated entry `name/` whose count is the
  *      number of direct children (-1 above 256), never entered;
- *   4. beyond CORRAL_OBSERVE_MAX_FILES entries, or MAX_DEPTH levels of
+ *   4. beyond CORRAL_OBSERVE_MAX_FILES entries, or OBSERVE_MAX_DEPTH levels of
  *      directories, or when a directory cannot be opened for want of
  *      descriptors, the snapshot is incomplete (and says which) and no
  *      report is made from it: the tree is the command's, so its depth is
@@ -37,38 +37,13 @@
 #include <stdatomic.h>
 
 #include "internal.h"
+#include "observer.h"
 #include "policy.h"
 #include "sha256.h"
 
 #define RACY_SECONDS 3
 #define HASH_FILE_MAX (1 << 20)
 #define HASH_TOTAL_MAX (32 << 20)
-#define AGGREGATE_COUNT_MAX 256
-/* Each level holds a directory open in each scanning thread. */
-#define MAX_DEPTH 128
-
-static const char *const generated[] = {"node_modules", ".pnpm-store", ".yarn",
-                                        "dist",         "coverage",    ".cache"};
-
-struct entry {
-  char *path;      /* relative, "/" separated; aggregated trees end in "/" */
-  mode_t mode;
-  off_t size;
-  ino_t ino;
-  struct timespec mtime, ctime;
-  long count;      /* aggregated: direct children (-1 above the bound) */
-  bool aggregated;
-  bool hashed;
-  unsigned char hash[32];
-};
-
-struct corral_snapshot {
-  char *root;
-  struct entry *e;
-  size_t n, cap;
-  bool incomplete;
-  char *why;       /* with incomplete */
-};
 
 /* What the scanning threads share. */
 struct scan_shared {
@@ -102,23 +77,25 @@ struct scan_list {
   int rc;
 };
 
-static bool skipped(const struct scan_shared *s, const char *name) {
+bool observe_skipped(const char *const *names, size_t nnames, const char *name) {
   if (strcmp(name, ".git") == 0)
     return true;
-  if (!s->names) {
+  if (!names) {
     static const char *const defaults[] = {".agents", ".corral"};
     for (size_t i = 0; i < ARRAY_SIZE(defaults); i++)
       if (strcmp(name, defaults[i]) == 0)
         return true;
     return false;
   }
-  for (size_t i = 0; i < s->nnames; i++)
-    if (strcmp(name, s->names[i]) == 0)
+  for (size_t i = 0; i < nnames; i++)
+    if (strcmp(name, names[i]) == 0)
       return true;
   return false;
 }
 
-static bool is_generated(const char *name) {
+bool observe_generated(const char *name) {
+  static const char *const generated[] = {"node_modules", ".pnpm-store", ".yarn",
+                                          "dist",         "coverage",    ".cache"};
   for (size_t i = 0; i < ARRAY_SIZE(generated); i++)
     if (strcmp(name, generated[i]) == 0)
       return true;
@@ -139,7 +116,7 @@ static struct entry *add(struct scan_list *s) {
   return e;
 }
 
-static long count_children(int dirfd_) {
+long observe_count_children(int dirfd_) {
   DIR *d = fdopendir(dirfd_);
   if (!d) {
     close(dirfd_);
@@ -156,15 +133,14 @@ static long count_children(int dirfd_) {
   return n;
 }
 
-/* Opens `path` below dirfd_ following no symlink in any component and never
- * leaving the directory (invariant 1): openat2 where the kernel has it, a
- * component-by-component walk with O_NOFOLLOW elsewhere. */
+/* Invariant 1: openat2 where the kernel has it, a component-by-component
+ * walk with O_NOFOLLOW elsewhere. */
 static atomic_bool no_openat2;
 
-static int open_beneath(int dirfd_, const char *path) {
+int open_beneath(int dirfd_, const char *path, int flags) {
   int fd;
   if (!atomic_load(&no_openat2)) {
-    struct open_how how = {.flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK,
+    struct open_how how = {.flags = (uint64_t)(flags | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK),
                            .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH};
     fd = (int)syscall(SYS_openat2, dirfd_, path, &how, sizeof how);
     if (fd >= 0 || errno != ENOSYS)
@@ -182,7 +158,7 @@ static int open_beneath(int dirfd_, const char *path) {
       errno = EXDEV;
     } else {
       fd = openat(cur, part,
-                  (next ? O_DIRECTORY | O_PATH : O_RDONLY | O_NONBLOCK) | O_NOFOLLOW | O_CLOEXEC);
+                  (next ? O_DIRECTORY | O_PATH : flags | O_NONBLOCK) | O_NOFOLLOW | O_CLOEXEC);
     }
     if (cur != dirfd_)
       close(cur);
@@ -195,7 +171,7 @@ static int open_beneath(int dirfd_, const char *path) {
 }
 
 static bool hash_file(int dirfd_, const char *name, off_t size, unsigned char out[32]) {
-  int fd = open_beneath(dirfd_, name);
+  int fd = open_beneath(dirfd_, name, O_RDONLY);
   if (fd < 0)
     return false;
   char *buf = malloc(size > 0 ? (size_t)size : 1);
@@ -229,7 +205,8 @@ static int scan(struct scan_list *s, int dirfd_, const char *prefix, struct path
   int rc = 0;
   while (rc == 0 && (de = readdir(d))) {
     const char *name = de->d_name;
-    if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || skipped(sh, name))
+    if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 ||
+        observe_skipped(sh->names, sh->nnames, name))
       continue;
     struct stat st;
     if (fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) < 0)
@@ -248,7 +225,7 @@ static int scan(struct scan_list *s, int dirfd_, const char *prefix, struct path
       rc = -ENOMEM;
       break;
     }
-    bool dir = S_ISDIR(st.st_mode), gen = dir && is_generated(name);
+    bool dir = S_ISDIR(st.st_mode), gen = dir && observe_generated(name);
     snprintf(path, plen, "%s%s%s", prefix, name, gen ? "/" : "");
     e->path = path;
     e->mode = st.st_mode;
@@ -259,11 +236,11 @@ static int scan(struct scan_list *s, int dirfd_, const char *prefix, struct path
     if (gen) {
       e->aggregated = true;
       int fd = openat(dirfd(d), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-      e->count = fd >= 0 ? count_children(fd) : 0;
+      e->count = fd >= 0 ? observe_count_children(fd) : 0;
     } else if (dir && top) {
       if (path_list_add(top, name) < 0)
         rc = -ENOMEM;
-    } else if (dir && depth >= MAX_DEPTH) {
+    } else if (dir && depth >= OBSERVE_MAX_DEPTH) {
       give_up(sh, INCOMPLETE_DEPTH);
       rc = 1;
     } else if (dir) {
@@ -405,7 +382,7 @@ int corral_snapshot_take(const char *root, const char *const *names, size_t nnam
     int w = atomic_load(&sh.why);
     if (w == INCOMPLETE_DEPTH)
       snprintf(why, sizeof why, "the workspace has directories more than %d levels deep",
-               MAX_DEPTH);
+               OBSERVE_MAX_DEPTH);
     else if (w == INCOMPLETE_FDS)
       snprintf(why, sizeof why, "too many open files to observe the workspace");
     else

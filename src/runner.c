@@ -23,6 +23,7 @@
 #include "internal.h"
 #include "json_util.h"
 #include "runner.h"
+#include "watcher.h"
 
 #define READ_CHUNK (64 * 1024)
 /* How long output may stay open after init is gone (nothing should hold it). */
@@ -368,19 +369,16 @@ int corral_run(const corral_run_options *o, corral_result *res, corral_error *er
   sigaddset(&pipe_set, SIGPIPE);
   pthread_sigmask(SIG_BLOCK, &pipe_set, &old_set);
 
-  /* The workspace is fingerprinted before launch, not after: a file
+  /* The workspace is observed from before launch, not after: a file
    * created while the sandbox starts must count. */
-  corral_snapshot *before = NULL;
-  corral_error oerr = {0};
-  if ((o->flags & CORRAL_RUN_CHANGES) &&
-      corral_snapshot_take(req->workspace_roots[0], NULL, 0, &before, &oerr) < 0)
-    res->outcome.changes_skipped = strdup(oerr.message);
+  struct observation *seen =
+      (o->flags & CORRAL_RUN_CHANGES) ? observe_begin(NULL, req->workspace_roots[0]) : NULL;
 
   struct loop l = {.out.fd = -1, .out.pass = -1, .errc.fd = -1, .errc.pass = -1, .stdin_w = -1};
   corral_error lerr = {0};
   r = report_buf_init(&l.report) == 0 ? supervise(o, &plan, &l, &f, &lerr) : -ENOMEM;
-  if (before)
-    snapshot_conclude(before, req->workspace_roots[0], &res->outcome);
+  if (o->flags & CORRAL_RUN_CHANGES)
+    observe_end(seen, &res->outcome);
 
   if (!sigismember(&old_set, SIGPIPE)) {
     struct timespec zero = {0, 0};

@@ -42,6 +42,7 @@
 #include "json_util.h"
 #include "runner.h"
 #include "sessions.h"
+#include "watcher.h"
 
 #define RETAIN_MS 30000
 #define FIRST_YIELD_MAX_MS 30000
@@ -53,7 +54,10 @@
 #define RUNNING_BEFORE_EVICT 8
 #define EVICTED_MESSAGE "[corral] session evicted: too many sessions"
 
-enum { EV_OUT = 1, EV_PID, EV_REPORT, EV_IN, EV_CANCEL };
+enum { EV_OUT = 1, EV_PID, EV_REPORT, EV_IN, EV_CANCEL, EV_WATCH };
+
+/* Workspace roots whose watchers are kept (sessions observe their first). */
+#define WATCHERS_MAX 4
 
 /* The head of what waits, kept whatever follows. */
 #define FIRST_KEEP (CORRAL_SESSION_OUTPUT_MAX / 4)
@@ -86,7 +90,7 @@ struct session {
   bool reaped, out_eof, finished, ending, interrupted;
   int64_t escalate_at, drain_until, finished_at;
   corral_outcome outcome;           /* final once finished */
-  corral_snapshot *before;
+  struct observation *seen;         /* with CORRAL_RUN_CHANGES, until concluded */
   char *pending;                    /* input not written yet */
   size_t pending_len, pending_off;
   int64_t write_deadline;
@@ -100,6 +104,8 @@ struct corral_sessions {
   long evicted[CORRAL_SESSIONS_MAX]; /* recent evictions, so a later poll hears why */
   size_t nevicted;
   int64_t retain_ms;                 /* RETAIN_MS; tests shorten it */
+  struct watcher *watchers[WATCHERS_MAX];
+  size_t nwatchers;
 };
 
 void sessions_set_retention(corral_sessions *m, int64_t ms) { m->retain_ms = ms; }
@@ -222,6 +228,43 @@ static void unwatch(corral_sessions *m, int fd) {
     epoll_ctl(m->epfd, EPOLL_CTL_DEL, fd, NULL);
 }
 
+/* The watcher of `root`, made on first use and kept: its index is built
+ * once, and each run after costs what it changed.  Its descriptor is in the
+ * epoll set, so events are applied while the caller waits.  NULL (the run
+ * watches on its own) when every kept watcher is busy with another root. */
+static struct watcher *watcher_for(corral_sessions *m, const char *root) {
+  struct watcher *w = NULL;
+  for (size_t i = 0; i < m->nwatchers && !w; i++)
+    if (strcmp(watcher_root(m->watchers[i]), root) == 0)
+      w = m->watchers[i];
+  if (!w && m->nwatchers == WATCHERS_MAX) {
+    for (size_t i = 0; i < m->nwatchers; i++)
+      if (!watcher_busy(m->watchers[i])) {
+        unwatch(m, watcher_fd(m->watchers[i]));
+        watcher_free(m->watchers[i]);
+        m->watchers[i] = m->watchers[--m->nwatchers];
+        break;
+      }
+    if (m->nwatchers == WATCHERS_MAX)
+      return NULL;
+  }
+  if (!w && !(w = watcher_open(root)))
+    return NULL;
+  if (m->nwatchers == 0 || w != m->watchers[m->nwatchers - 1]) {
+    bool kept = false;
+    for (size_t i = 0; i < m->nwatchers; i++)
+      kept |= m->watchers[i] == w;
+    if (!kept)
+      m->watchers[m->nwatchers++] = w;
+  }
+  int fd = watcher_fd(w); /* made later when inotify failed at first */
+  if (fd >= 0) {
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = ((uint64_t)fd << 4) | EV_WATCH};
+    epoll_ctl(m->epfd, EPOLL_CTL_ADD, fd, &ev); /* EEXIST: there already */
+  }
+  return w;
+}
+
 static struct session *find(const corral_sessions *m, long id) {
   for (size_t i = 0; i < m->n; i++)
     if (m->s[i]->id == id)
@@ -253,9 +296,9 @@ static void conclude(corral_sessions *m, struct session *s) {
                    sizeof note);
   if (note[0])
     ring_push(s, note, strlen(note));
-  if (s->before) {
-    snapshot_conclude(s->before, s->req.workspace_roots[0], &s->outcome);
-    s->before = NULL;
+  if (s->seen) {
+    observe_end(s->seen, &s->outcome);
+    s->seen = NULL;
   }
   unwatch(m, s->out_fd);
   unwatch(m, s->child.pidfd);
@@ -305,12 +348,23 @@ static void advance(corral_sessions *m, struct session *s) {
   }
 }
 
+/* A run that never ran or never concluded: what it saw is nobody's. */
+static void drop_observation(struct session *s) {
+  if (!s->seen)
+    return;
+  corral_outcome none;
+  corral_outcome_init(&none);
+  observe_end(s->seen, &none);
+  corral_outcome_free(&none);
+  s->seen = NULL;
+}
+
 static void free_session(struct session *s) {
   free(s->out.buf);
   free(s->first);
   free(s->command);
   free(s->pending);
-  corral_snapshot_free(s->before);
+  drop_observation(s);
   corral_outcome_free(&s->outcome);
   corral_request_free(&s->req);
   free(s);
@@ -374,6 +428,12 @@ static int process(corral_sessions *m, int timeout_ms, int cancel_fd, bool *canc
     if (kind == EV_CANCEL) {
       if (cancelled)
         *cancelled = true;
+      continue;
+    }
+    if (kind == EV_WATCH) {
+      for (size_t k = 0; k < m->nwatchers; k++)
+        if ((uint64_t)watcher_fd(m->watchers[k]) == ev[i].data.u64 >> 4)
+          watcher_process(m->watchers[k]);
       continue;
     }
     struct session *s = find(m, (long)(ev[i].data.u64 >> 4));
@@ -551,6 +611,8 @@ void corral_sessions_free(corral_sessions *m) {
   free(ids);
   while (m->n)
     remove_session(m, m->s[0]);
+  for (size_t i = 0; i < m->nwatchers; i++)
+    watcher_free(m->watchers[i]);
   close(m->epfd);
   free(m);
 }
@@ -669,8 +731,10 @@ static void launch(corral_sessions *m, struct session *s, const corral_session_o
     s->in_fd = in[1];
   }
   s->plan.tty = s->tty;
-  if (o->flags & CORRAL_RUN_CHANGES)
-    corral_snapshot_take(s->req.workspace_roots[0], NULL, 0, &s->before, NULL);
+  if (o->flags & CORRAL_RUN_CHANGES) {
+    const char *root = s->req.workspace_roots[0];
+    s->seen = observe_begin(watcher_for(m, root), root);
+  }
   int r = report_buf_init(&s->report) < 0 ? -ENOMEM
           : launch_start(&s->plan, child_in, child_out, child_out, &s->child, &err);
   if (child_in != child_out && child_in >= 0)
@@ -694,6 +758,7 @@ static void launch(corral_sessions *m, struct session *s, const corral_session_o
     close(s->in_fd);
     s->out_fd = s->in_fd = -1;
     report_buf_free(&s->report);
+    drop_observation(s);
     goto failed_cleanup;
   }
   s->facts.adapter_owns_launch = s->plan.adapter_owns_launch;

@@ -1,0 +1,969 @@
+/*
+ * watcher.c — a command's changes from the kernel's change events.
+ *
+ * A watcher keeps an index of one workspace root — every name, and an
+ * inotify watch on every directory — current from the events the kernel
+ * queues.  A run begins with the queue drained; while it lasts, each path an
+ * event names is "touched": the state the index had for it at that moment
+ * (absent, file, directory, generated tree) is recorded, once.  The run
+ * ends with the queue drained again, and its report compares those
+ * before-states with the index, plus one lstat per touched file that was
+ * there before and after: a process cannot set ctime back, so a ctime at
+ * or after the run's start means modified (a write that restores mtime and
+ * size included).  So a run costs in proportion to what changed, not to the
+ * size of the workspace; the index is built once per `corral run`, and once
+ * per root for the life of `corral mcp`.
+ *
+ * Where the events cannot be complete, the run says so:
+ *   - inotify unusable, or the kernel's watch limit reached: the run
+ *     compares snapshots before and after (observer.c); changes_scanned
+ *     says why;
+ *   - the event queue overflowed during a run: the run touches every path
+ *     of the index (its state then is the run's start but for what the run
+ *     touched already), and compares that with a snapshot at its end;
+ *   - more than WATCH_MAX_ENTRIES names, or directories deeper than
+ *     OBSERVE_MAX_DEPTH: no report (changes_skipped), and the index and its
+ *     watches are dropped, so the cost stops growing; building is tried
+ *     again after RETRY_MS.
+ * Anything that changes the workspace during a run is in its report, the
+ * command or another process on the host: the kernel's events do not say
+ * who (the README says so).
+ *
+ * Invariants:
+ *   1. a directory is opened only below the root's descriptor, following
+ *      no symlink (open_beneath, openat with O_NOFOLLOW), and watched
+ *      through that descriptor (/proc/self/fd/N): no path the command
+ *      controls is resolved;
+ *   2. an event's name only selects which paths are compared: what the
+ *      report says comes from the index and from lstat below the root;
+ *   3. `.git`, the protected names and what is inside generated trees are
+ *      never indexed (a generated tree's direct children are counted);
+ *   4. the inotify descriptor is the same for the watcher's life (callers
+ *      poll it): dropping the index removes each watch, never the
+ *      descriptor.
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+
+#include "internal.h"
+#include "observer.h"
+#include "watcher.h"
+
+#define WATCH_MAX_ENTRIES 250000
+/* Paths one run may touch; its report lists at most
+ * CORRAL_OBSERVE_MAX_FILES changes. */
+#define RUN_TOUCH_MAX (4 * CORRAL_OBSERVE_MAX_FILES)
+#define RETRY_MS (5 * 60 * 1000)
+
+#define DIR_MASK                                                                             \
+  (IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_CREATE | IN_DELETE | IN_MOVED_FROM |         \
+   IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_EXCL_UNLINK)
+#define GEN_MASK (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_ONLYDIR | IN_EXCL_UNLINK)
+#define NAME_EVENTS (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO)
+
+enum { T_NONE, T_FILE, T_DIR, T_GEN }; /* T_FILE: anything but a directory */
+
+struct node {
+  struct node *parent, *kids, *next, *prev; /* the tree; siblings in a list */
+  struct node *hnext, *wnext;               /* chains: by (parent, name), by wd */
+  int wd;                                   /* directories: -1 until watched */
+  int count;                                /* T_GEN: direct children (-1 above the bound) */
+  unsigned char type, depth;
+  char name[];
+};
+
+struct touch {
+  struct touch *next;
+  unsigned char before; /* T_*: what the index had when first touched */
+  bool renamed;         /* a name event on this very path: its file may be another */
+  bool content;         /* T_GEN: names changed inside */
+  bool seen;            /* a fallback comparison found it */
+  int count;            /* T_GEN before */
+  char path[];          /* relative; a generated tree's ends in "/" */
+};
+
+struct watch_run {
+  struct watch_run *next;
+  struct timespec start;
+  struct touch **b;
+  size_t cap, n;
+  char *skipped;        /* no report: why */
+  char *scanned;        /* fallback: the events were incomplete, why */
+};
+
+struct watcher {
+  char *root;
+  int rootfd, ifd;
+  struct node *top;
+  struct node **names, **wds; /* chained hash tables */
+  size_t names_cap, wds_cap, entries, nwds;
+  struct watch_run *runs;
+  char *broken;  /* events cannot be complete: runs fall back to scans */
+  char *too_big; /* no report at all */
+  int64_t retry_at;
+  bool overflowed;
+};
+
+/* ------------------------------------------------------------ the index */
+
+static size_t name_hash(const struct node *parent, const char *name) {
+  uint64_t h = 1469598103934665603ull ^ (uint64_t)(uintptr_t)parent;
+  for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+    h = (h ^ *p) * 1099511628211ull;
+  return (size_t)(h ^ (h >> 29));
+}
+
+static size_t wd_hash(int wd) { return (size_t)((uint32_t)wd * 2654435761u); }
+
+/* Doubles a chained table; `chain` picks the link, `hash` the bucket. */
+static bool grow(struct node ***tab, size_t *cap, size_t n, bool by_wd) {
+  if (n < *cap)
+    return true;
+  size_t ncap = *cap ? *cap * 2 : 1024;
+  struct node **g = calloc(ncap, sizeof *g);
+  if (!g)
+    return false;
+  for (size_t i = 0; i < *cap; i++)
+    for (struct node *x = (*tab)[i], *nx; x; x = nx) {
+      nx = by_wd ? x->wnext : x->hnext;
+      size_t k = (by_wd ? wd_hash(x->wd) : name_hash(x->parent, x->name)) & (ncap - 1);
+      if (by_wd) {
+        x->wnext = g[k];
+      } else {
+        x->hnext = g[k];
+      }
+      g[k] = x;
+    }
+  free(*tab);
+  *tab = g;
+  *cap = ncap;
+  return true;
+}
+
+static struct node *lookup(const struct watcher *w, const struct node *parent, const char *name) {
+  if (!w->names_cap)
+    return NULL;
+  for (struct node *x = w->names[name_hash(parent, name) & (w->names_cap - 1)]; x; x = x->hnext)
+    if (x->parent == parent && strcmp(x->name, name) == 0)
+      return x;
+  return NULL;
+}
+
+static struct node *by_wd(const struct watcher *w, int wd) {
+  if (!w->wds_cap)
+    return NULL;
+  for (struct node *x = w->wds[wd_hash(wd) & (w->wds_cap - 1)]; x; x = x->wnext)
+    if (x->wd == wd)
+      return x;
+  return NULL;
+}
+
+static void unmap_wd(struct watcher *w, struct node *n) {
+  if (n->wd < 0)
+    return;
+  struct node **p = &w->wds[wd_hash(n->wd) & (w->wds_cap - 1)];
+  while (*p && *p != n)
+    p = &(*p)->wnext;
+  if (*p) {
+    *p = n->wnext;
+    w->nwds--;
+  }
+  n->wd = -1;
+}
+
+/* The path of `n` into buf (no trailing "/"); false when it does not fit. */
+static bool node_path(const struct node *n, char *buf, size_t size) {
+  size_t len = 0;
+  for (const struct node *x = n; x && x->parent; x = x->parent)
+    len += strlen(x->name) + (x->parent->parent ? 1 : 0);
+  if (len >= size)
+    return false;
+  buf[len] = '\0';
+  for (const struct node *x = n; x && x->parent; x = x->parent) {
+    size_t l = strlen(x->name);
+    len -= l;
+    memcpy(buf + len, x->name, l);
+    if (x->parent->parent)
+      buf[--len] = '/';
+  }
+  return true;
+}
+
+static void fail(struct watcher *w, char **which, const char *why);
+static void touch_new(struct watcher *w, struct node *n);
+
+static struct node *node_add(struct watcher *w, struct node *parent, const char *name,
+                             unsigned char type) {
+  if (w->entries >= WATCH_MAX_ENTRIES) {
+    char why[96];
+    snprintf(why, sizeof why, "the workspace has more than %d files", WATCH_MAX_ENTRIES);
+    fail(w, &w->too_big, why);
+    return NULL;
+  }
+  if (!grow(&w->names, &w->names_cap, w->entries + 1, false))
+    return NULL;
+  size_t len = strlen(name);
+  struct node *n = calloc(1, sizeof *n + len + 1);
+  if (!n)
+    return NULL;
+  memcpy(n->name, name, len + 1);
+  n->type = type;
+  n->wd = -1;
+  n->parent = parent;
+  n->depth = (unsigned char)(parent->depth + 1);
+  n->next = parent->kids;
+  if (parent->kids)
+    parent->kids->prev = n;
+  parent->kids = n;
+  size_t k = name_hash(parent, name) & (w->names_cap - 1);
+  n->hnext = w->names[k];
+  w->names[k] = n;
+  w->entries++;
+  touch_new(w, n);
+  return n;
+}
+
+/* Removes n and everything below it from the index, and their watches. */
+static void node_drop(struct watcher *w, struct node *n) {
+  while (n->kids)
+    node_drop(w, n->kids);
+  if (n->wd >= 0) {
+    inotify_rm_watch(w->ifd, n->wd); /* EINVAL when the kernel dropped it: fine */
+    unmap_wd(w, n);
+  }
+  if (!n->parent)
+    return; /* the root node stays */
+  if (n->prev)
+    n->prev->next = n->next;
+  else
+    n->parent->kids = n->next;
+  if (n->next)
+    n->next->prev = n->prev;
+  struct node **p = &w->names[name_hash(n->parent, n->name) & (w->names_cap - 1)];
+  while (*p && *p != n)
+    p = &(*p)->hnext;
+  if (*p)
+    *p = n->hnext;
+  w->entries--;
+  free(n);
+}
+
+/* Invariant 1: watched through the descriptor it was opened by. */
+static bool watch_dir(struct watcher *w, struct node *n, int fd) {
+  char proc[64];
+  snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+  int wd = inotify_add_watch(w->ifd, proc, n->type == T_GEN ? GEN_MASK : DIR_MASK);
+  if (wd < 0) {
+    if (errno == ENOSPC) {
+      fail(w, &w->broken,
+           "the kernel's limit on inotify watches (fs.inotify.max_user_watches) is reached");
+    } else if (errno == ENOMEM) {
+      fail(w, &w->broken, "out of memory for inotify watches");
+    } else if (errno != ENOENT && errno != EACCES && errno != ENOTDIR) {
+      char why[128];
+      snprintf(why, sizeof why, "watching a directory: %s", strerror(errno));
+      fail(w, &w->broken, why);
+    }
+    return false; /* gone or unreadable: skipped, as the snapshot skips it */
+  }
+  if (by_wd(w, wd)) { /* the same directory twice: a bind mount inside */
+    fail(w, &w->broken, "a directory is in the workspace twice (a bind mount inside it)");
+    return false;
+  }
+  if (!grow(&w->wds, &w->wds_cap, w->nwds + 1, true)) {
+    inotify_rm_watch(w->ifd, wd);
+    fail(w, &w->broken, "out of memory");
+    return false;
+  }
+  n->wd = wd;
+  size_t k = wd_hash(wd) & (w->wds_cap - 1);
+  n->wnext = w->wds[k];
+  w->wds[k] = n;
+  w->nwds++;
+  return true;
+}
+
+static bool failed(const struct watcher *w) { return w->broken || w->too_big; }
+
+/* Watches and indexes the directory `n`, opened as fd (closed here), and
+ * everything below it.  Unreadable directories are skipped. */
+static void scan_dir(struct watcher *w, struct node *n, int fd) {
+  if (!watch_dir(w, n, fd) || n->type == T_GEN) {
+    if (n->type == T_GEN && n->wd >= 0)
+      n->count = (int)observe_count_children(fd);
+    else
+      close(fd);
+    return;
+  }
+  struct dir_iter *it = malloc(sizeof *it);
+  if (!it) {
+    close(fd);
+    fail(w, &w->broken, "out of memory");
+    return;
+  }
+  dir_start(it, fd);
+  unsigned char dt;
+  for (const char *name; !failed(w) && (name = dir_next(it, &dt));) {
+    if (observe_skipped(NULL, 0, name))
+      continue;
+    if (dt == DT_UNKNOWN) {
+      struct stat st;
+      if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        continue;
+      dt = S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
+    }
+    bool dir = dt == DT_DIR;
+    if (dir && n->depth >= OBSERVE_MAX_DEPTH) {
+      char why[96];
+      snprintf(why, sizeof why, "the workspace has directories more than %d levels deep",
+               OBSERVE_MAX_DEPTH);
+      fail(w, &w->too_big, why);
+      break;
+    }
+    struct node *k = node_add(w, n, name, !dir ? T_FILE : observe_generated(name) ? T_GEN : T_DIR);
+    if (!k || !dir)
+      continue;
+    int sub = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (sub >= 0)
+      scan_dir(w, k, sub);
+    else if (errno == EMFILE || errno == ENFILE)
+      fail(w, &w->broken, "too many open files to watch the workspace");
+  }
+  free(it);
+  close(fd);
+}
+
+/* Opens the directory node `n` below the root (invariant 1) and scans it. */
+static void scan_node(struct watcher *w, struct node *n) {
+  char path[4096];
+  int fd;
+  if (!n->parent) /* a description of its own: getdents moves its offset */
+    fd = openat(w->rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
+  else if (node_path(n, path, sizeof path))
+    fd = open_beneath(w->rootfd, path, O_RDONLY | O_DIRECTORY);
+  else
+    fd = -1;
+  if (fd >= 0)
+    scan_dir(w, n, fd);
+}
+
+/* Drops the index and every watch, keeping the descriptor (invariant 4). */
+static void drop_index(struct watcher *w) {
+  if (w->top)
+    node_drop(w, w->top);
+}
+
+static void build(struct watcher *w) {
+  drop_index(w);
+  free(w->broken);
+  free(w->too_big);
+  w->broken = w->too_big = NULL;
+  if (w->ifd < 0 && (w->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0) {
+    char why[128];
+    snprintf(why, sizeof why, "inotify is not available: %s", strerror(errno));
+    fail(w, &w->broken, why);
+    return;
+  }
+  scan_node(w, w->top);
+  if (!failed(w) && w->top->wd < 0)
+    fail(w, &w->broken, "the workspace root cannot be watched");
+}
+
+/* ------------------------------------------------------------ runs */
+
+static size_t str_hash(const char *s) {
+  uint64_t h = 1469598103934665603ull;
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+    h = (h ^ *p) * 1099511628211ull;
+  return (size_t)(h ^ (h >> 29));
+}
+
+static struct touch *find_touch(const struct watch_run *r, const char *key) {
+  if (!r->cap)
+    return NULL;
+  for (struct touch *t = r->b[str_hash(key) & (r->cap - 1)]; t; t = t->next)
+    if (strcmp(t->path, key) == 0)
+      return t;
+  return NULL;
+}
+
+static void run_give_up(struct watch_run *r, const char *why) {
+  if (r->skipped)
+    return;
+  r->skipped = strdup(why);
+  for (size_t i = 0; i < r->cap; i++)
+    for (struct touch *t = r->b[i], *nx; t; t = nx) {
+      nx = t->next;
+      free(t);
+    }
+  free(r->b);
+  r->b = NULL;
+  r->cap = r->n = 0;
+}
+
+/* Records `before` for key unless it was touched already; the entry, or
+ * NULL when the run has given up. */
+static struct touch *touch_key(struct watch_run *r, const char *key, unsigned char before,
+                               int count) {
+  if (r->skipped)
+    return NULL;
+  struct touch *t = find_touch(r, key);
+  if (t)
+    return t;
+  if (r->n >= RUN_TOUCH_MAX) {
+    char why[96];
+    snprintf(why, sizeof why, "the workspace changed in more than %d paths", RUN_TOUCH_MAX);
+    run_give_up(r, why);
+    return NULL;
+  }
+  if (r->n >= r->cap) {
+    size_t ncap = r->cap ? r->cap * 2 : 64;
+    struct touch **g = calloc(ncap, sizeof *g);
+    if (!g) {
+      run_give_up(r, "out of memory");
+      return NULL;
+    }
+    for (size_t i = 0; i < r->cap; i++)
+      for (struct touch *x = r->b[i], *nx; x; x = nx) {
+        nx = x->next;
+        size_t k = str_hash(x->path) & (ncap - 1);
+        x->next = g[k];
+        g[k] = x;
+      }
+    free(r->b);
+    r->b = g;
+    r->cap = ncap;
+  }
+  size_t len = strlen(key);
+  if (!(t = calloc(1, sizeof *t + len + 1))) {
+    run_give_up(r, "out of memory");
+    return NULL;
+  }
+  memcpy(t->path, key, len + 1);
+  t->before = before;
+  t->count = count;
+  size_t k = str_hash(key) & (r->cap - 1);
+  t->next = r->b[k];
+  r->b[k] = t;
+  r->n++;
+  return t;
+}
+
+/* Touches the path `buf` (len bytes) as the index has it: `n`, or absent.
+ * A generated name is two keys, "name/" for the tree and "name" for
+ * anything else, so that either turning into the other shows; the first
+ * is returned. */
+static struct touch *touch_at(struct watch_run *r, char *buf, size_t len, const char *name,
+                              const struct node *n, bool renamed) {
+  struct touch *t = NULL, *u;
+  if (observe_generated(name) && len + 2 <= 4096) {
+    buf[len] = '/', buf[len + 1] = '\0';
+    t = touch_key(r, buf, n && n->type == T_GEN ? T_GEN : T_NONE, n ? n->count : 0);
+    buf[len] = '\0';
+    if (t && renamed)
+      t->renamed = true;
+  }
+  u = touch_key(r, buf, n && n->type != T_GEN ? n->type : T_NONE, 0);
+  if (u && renamed)
+    u->renamed = true;
+  return t ? t : u;
+}
+
+/* Touches everything below the directory node `n`, whose path is buf. */
+static void touch_below(struct watch_run *r, const struct node *n, char *buf, size_t len) {
+  for (const struct node *k = n->kids; k && !r->skipped; k = k->next) {
+    size_t l = strlen(k->name);
+    if (len + l + 3 > 4096)
+      continue;
+    size_t at = len;
+    if (len)
+      buf[at++] = '/';
+    memcpy(buf + at, k->name, l + 1);
+    touch_at(r, buf, at + l, k->name, k, false);
+    if (k->type == T_DIR)
+      touch_below(r, k, buf, at + l);
+    buf[len] = '\0';
+  }
+}
+
+/* A new node: absent before, for every run observing (a scan of a new
+ * directory finds what the command made in it before the watch). */
+static void touch_new(struct watcher *w, struct node *n) {
+  char buf[4096];
+  if (!w->runs || !node_path(n, buf, sizeof buf - 2))
+    return;
+  for (struct watch_run *r = w->runs; r; r = r->next)
+    if (!r->scanned)
+      touch_at(r, buf, strlen(buf), n->name, NULL, false);
+}
+
+/* Touches the name `name` in directory d (`n` is what the index has for
+ * it); after a name event, also what was below it. */
+static void touch_name(struct watcher *w, struct node *d, const char *name, const struct node *n,
+                       bool renamed) {
+  char buf[4096];
+  if (!node_path(d, buf, sizeof buf))
+    return;
+  size_t len = strlen(buf), l = strlen(name);
+  if (len + l + 3 > sizeof buf)
+    return;
+  if (len)
+    buf[len++] = '/';
+  memcpy(buf + len, name, l + 1);
+  len += l;
+  for (struct watch_run *r = w->runs; r; r = r->next) {
+    if (r->scanned)
+      continue;
+    touch_at(r, buf, len, name, n, renamed);
+    if (renamed && n && n->type == T_DIR)
+      touch_below(r, n, buf, len);
+  }
+}
+
+/* The events cannot be trusted from here on: the run touches everything
+ * the index has, which with what it touched already is its start, and
+ * compares that with a snapshot at its end. */
+static void run_fall_back(struct watch_run *r, struct watcher *w, const char *why) {
+  if (r->scanned || r->skipped)
+    return;
+  char buf[4096] = "";
+  touch_below(r, w->top, buf, 0);
+  r->scanned = strdup(why);
+  if (!r->scanned)
+    run_give_up(r, "out of memory");
+}
+
+static void fail(struct watcher *w, char **which, const char *why) {
+  if (failed(w))
+    return;
+  for (struct watch_run *r = w->runs; r; r = r->next) {
+    if (which == &w->broken)
+      run_fall_back(r, w, why);
+    else
+      run_give_up(r, why);
+  }
+  *which = strdup(why ? why : "");
+  w->retry_at = mono_ms() + RETRY_MS;
+  /* Dropped after the scan in progress has unwound. */
+}
+
+/* ------------------------------------------------------------ events */
+
+static void on_event(struct watcher *w, const struct inotify_event *ev) {
+  if (ev->mask & IN_Q_OVERFLOW) {
+    w->overflowed = true;
+    return;
+  }
+  struct node *d = by_wd(w, ev->wd);
+  if (!d)
+    return; /* a watch already dropped */
+  if (ev->mask & IN_IGNORED) {
+    unmap_wd(w, d);
+    if (d == w->top)
+      fail(w, &w->broken, "the workspace root is no longer watched");
+    return;
+  }
+  if (!ev->len || !ev->name[0]) {
+    if (d == w->top && (ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF))) {
+      fail(w, &w->broken, "the workspace root was moved or deleted");
+      w->retry_at = 0;
+    }
+    return; /* the parent's events speak for a directory itself */
+  }
+  const char *name = ev->name;
+  if (observe_skipped(NULL, 0, name))
+    return;
+  if (d->type == T_GEN) {
+    char buf[4096];
+    if (node_path(d, buf, sizeof buf - 2))
+      for (struct watch_run *r = w->runs; r; r = r->next) {
+        struct touch *t = r->scanned ? NULL : touch_at(r, buf, strlen(buf), d->name, d, false);
+        if (t)
+          t->content = true;
+      }
+    if (d->count >= 0 && (ev->mask & (IN_CREATE | IN_MOVED_TO)))
+      d->count = d->count >= AGGREGATE_COUNT_MAX ? -1 : d->count + 1;
+    else if (d->count > 0 && (ev->mask & (IN_DELETE | IN_MOVED_FROM)))
+      d->count--;
+    return;
+  }
+  struct node *n = lookup(w, d, name);
+  bool renamed = ev->mask & NAME_EVENTS;
+  touch_name(w, d, name, n, renamed);
+  if (!renamed)
+    return;
+  /* A moved directory is dropped and its new place scanned: the kernel
+   * pairs the two halves, but nothing needs to (a moved-in directory is
+   * new to the index either way). */
+  if (n)
+    node_drop(w, n);
+  if (!(ev->mask & (IN_CREATE | IN_MOVED_TO)))
+    return;
+  bool dir = ev->mask & IN_ISDIR;
+  if (dir && d->depth >= OBSERVE_MAX_DEPTH) {
+    char why[96];
+    snprintf(why, sizeof why, "the workspace has directories more than %d levels deep",
+             OBSERVE_MAX_DEPTH);
+    fail(w, &w->too_big, why);
+    return;
+  }
+  n = node_add(w, d, name, !dir ? T_FILE : observe_generated(name) ? T_GEN : T_DIR);
+  if (n && dir)
+    scan_node(w, n);
+}
+
+void watcher_process(struct watcher *w) {
+  if (w->ifd < 0)
+    return;
+  char buf[16384] __attribute__((aligned(__alignof__(struct inotify_event))));
+  ssize_t got;
+  while ((got = read(w->ifd, buf, sizeof buf)) > 0) {
+    for (char *p = buf; p < buf + got;) {
+      const struct inotify_event *ev = (const struct inotify_event *)p;
+      if (!failed(w))
+        on_event(w, ev);
+      p += sizeof *ev + ev->len;
+    }
+  }
+  if (failed(w)) {
+    drop_index(w);
+    w->overflowed = false;
+  } else if (w->overflowed) {
+    w->overflowed = false;
+    for (struct watch_run *r = w->runs; r; r = r->next)
+      run_fall_back(r, w, "the kernel's event queue overflowed (fs.inotify.max_queued_events)");
+    build(w);
+  }
+  if (failed(w))
+    drop_index(w); /* a failure in the scan above */
+}
+
+/* ------------------------------------------------------------ watchers */
+
+struct watcher *watcher_open(const char *root) {
+  struct watcher *w = calloc(1, sizeof *w);
+  if (!w || !(w->root = strdup(root)) || !(w->top = calloc(1, sizeof *w->top))) {
+    if (w)
+      free(w->root);
+    free(w);
+    return NULL;
+  }
+  w->top->wd = -1;
+  w->top->type = T_DIR;
+  w->ifd = -1;
+  w->rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (w->rootfd < 0) {
+    char why[600];
+    snprintf(why, sizeof why, "observing `%s`: %s", root, strerror(errno));
+    w->too_big = strdup(why);
+    w->retry_at = 0;
+    return w;
+  }
+  build(w);
+  if (failed(w))
+    drop_index(w);
+  return w;
+}
+
+void watcher_free(struct watcher *w) {
+  if (!w)
+    return;
+  drop_index(w);
+  free(w->top);
+  free(w->names);
+  free(w->wds);
+  if (w->ifd >= 0)
+    close(w->ifd);
+  if (w->rootfd >= 0)
+    close(w->rootfd);
+  free(w->root);
+  free(w->broken);
+  free(w->too_big);
+  free(w);
+}
+
+const char *watcher_root(const struct watcher *w) { return w->root; }
+int watcher_fd(const struct watcher *w) { return w->ifd; }
+bool watcher_busy(const struct watcher *w) { return w->runs != NULL; }
+
+/* After RETRY_MS, or at once when the root itself went: built again,
+ * from the root's path (it may be another directory now). */
+static void retry(struct watcher *w) {
+  if (!failed(w) || mono_ms() < w->retry_at || w->runs)
+    return;
+  int fd = open(w->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return;
+  if (w->rootfd >= 0)
+    close(w->rootfd);
+  w->rootfd = fd;
+  build(w);
+  if (failed(w))
+    drop_index(w);
+}
+
+/* ------------------------------------------------------------ reports */
+
+static int push(corral_outcome *out, size_t *cap, const char *path, corral_change_kind kind,
+                bool aggregated, long count) {
+  if (out->nchanges == *cap) {
+    size_t ncap = *cap ? *cap * 2 : 16;
+    corral_change *g = realloc(out->changes, ncap * sizeof *g);
+    if (!g)
+      return -ENOMEM;
+    out->changes = g;
+    *cap = ncap;
+  }
+  corral_change *c = &out->changes[out->nchanges];
+  if (!(c->path = strdup(path)))
+    return -ENOMEM;
+  c->kind = kind;
+  c->aggregated = aggregated;
+  c->count = aggregated ? count : 0;
+  out->nchanges++;
+  return 0;
+}
+
+static bool at_or_after(struct timespec t, struct timespec start) {
+  return t.tv_sec > start.tv_sec || (t.tv_sec == start.tv_sec && t.tv_nsec >= start.tv_nsec);
+}
+
+/* lstat of a relative path, below the root and following no symlink. */
+static bool stat_beneath(int rootfd, const char *path, struct stat *st) {
+  const char *slash = strrchr(path, '/');
+  if (!slash)
+    return fstatat(rootfd, path, st, AT_SYMLINK_NOFOLLOW) == 0;
+  char dir[4096];
+  size_t l = (size_t)(slash - path);
+  if (l >= sizeof dir)
+    return false;
+  memcpy(dir, path, l);
+  dir[l] = '\0';
+  int fd = open_beneath(rootfd, dir, O_RDONLY | O_DIRECTORY);
+  if (fd < 0)
+    return false;
+  bool ok = fstatat(fd, slash + 1, st, AT_SYMLINK_NOFOLLOW) == 0;
+  close(fd);
+  return ok;
+}
+
+/* What the index has now at key ("name/": a generated tree there). */
+static const struct node *now_at(const struct watcher *w, const char *key, unsigned char *type) {
+  char buf[4096];
+  snprintf(buf, sizeof buf, "%s", key);
+  size_t len = strlen(buf);
+  bool gen = len && buf[len - 1] == '/';
+  if (gen)
+    buf[len - 1] = '\0';
+  const struct node *n = w->top;
+  char *save = NULL;
+  for (char *part = strtok_r(buf, "/", &save); part && n; part = strtok_r(NULL, "/", &save))
+    n = lookup(w, n, part);
+  *type = !n || n == w->top || gen != (n->type == T_GEN) ? T_NONE : n->type;
+  return *type ? n : NULL;
+}
+
+static long gen_count(const struct watcher *w, const char *key) {
+  char buf[4096];
+  snprintf(buf, sizeof buf, "%s", key);
+  buf[strlen(buf) - 1] = '\0';
+  int fd = open_beneath(w->rootfd, buf, O_RDONLY | O_DIRECTORY);
+  return fd >= 0 ? observe_count_children(fd) : 0;
+}
+
+static int report_events(struct watcher *w, struct watch_run *r, corral_outcome *out,
+                         size_t *cap) {
+  int rc = 0;
+  for (size_t i = 0; rc == 0 && i < r->cap; i++)
+    for (struct touch *t = r->b[i]; rc == 0 && t; t = t->next) {
+      unsigned char now;
+      now_at(w, t->path, &now);
+      bool gen = now == T_GEN || t->before == T_GEN;
+      if (now == T_NONE && t->before == T_NONE)
+        continue;
+      if (t->before == T_NONE)
+        rc = push(out, cap, t->path, CORRAL_CHANGE_CREATED, gen, gen ? gen_count(w, t->path) : 0);
+      else if (now == T_NONE)
+        rc = push(out, cap, t->path, CORRAL_CHANGE_DELETED, gen, t->count);
+      else if (now == T_GEN) {
+        if (t->content || t->renamed)
+          rc = push(out, cap, t->path, CORRAL_CHANGE_MODIFIED, true, gen_count(w, t->path));
+      } else if (now != t->before) {
+        rc = push(out, cap, t->path, CORRAL_CHANGE_MODIFIED, false, 0);
+      } else if (now == T_FILE) {
+        struct stat st;
+        if (t->renamed ||
+            (stat_beneath(w->rootfd, t->path, &st) && at_or_after(st.st_ctim, r->start)))
+          rc = push(out, cap, t->path, CORRAL_CHANGE_MODIFIED, false, 0);
+      }
+    }
+  return rc;
+}
+
+/* The fallback: what the run touched (everything, since the events broke
+ * off) against a snapshot now. */
+static int report_scan(struct watcher *w, struct watch_run *r, corral_outcome *out, size_t *cap,
+                       corral_error *err) {
+  corral_snapshot *after = NULL;
+  int rc = corral_snapshot_take(w->root, NULL, 0, &after, err);
+  if (rc < 0)
+    return rc;
+  if (after->incomplete) {
+    rc = error_set(err, -E2BIG, E2BIG, "%s", after->why);
+    corral_snapshot_free(after);
+    return rc;
+  }
+  for (size_t i = 0; rc == 0 && i < after->n; i++) {
+    const struct entry *e = &after->e[i];
+    struct touch *t = find_touch(r, e->path);
+    unsigned char now = e->aggregated ? T_GEN : S_ISDIR(e->mode) ? T_DIR : T_FILE;
+    if (t)
+      t->seen = true;
+    if (!t || t->before == T_NONE)
+      rc = push(out, cap, e->path, CORRAL_CHANGE_CREATED, e->aggregated, e->count);
+    else if (now != t->before)
+      rc = push(out, cap, e->path, CORRAL_CHANGE_MODIFIED, e->aggregated, e->count);
+    else if (now == T_GEN ? t->content || t->renamed || at_or_after(e->mtime, r->start)
+                          : now == T_FILE && (t->renamed || at_or_after(e->ctime, r->start)))
+      rc = push(out, cap, e->path, CORRAL_CHANGE_MODIFIED, e->aggregated, e->count);
+  }
+  for (size_t i = 0; rc == 0 && i < r->cap; i++)
+    for (struct touch *t = r->b[i]; rc == 0 && t; t = t->next)
+      if (!t->seen && t->before != T_NONE)
+        rc = push(out, cap, t->path, CORRAL_CHANGE_DELETED, t->before == T_GEN, t->count);
+  corral_snapshot_free(after);
+  if (rc < 0)
+    return error_set(err, rc, -rc, "out of memory");
+  return 0;
+}
+
+static int by_change_path(const void *a, const void *b) {
+  return strcmp(((const corral_change *)a)->path, ((const corral_change *)b)->path);
+}
+
+static void clear_changes(corral_outcome *out) {
+  for (size_t i = 0; i < out->nchanges; i++)
+    free(out->changes[i].path);
+  free(out->changes);
+  out->changes = NULL;
+  out->nchanges = 0;
+  out->changes_present = false;
+}
+
+static void set_reason(char **field, const char *why) {
+  free(*field);
+  *field = why ? strdup(why) : NULL;
+}
+
+static void run_report(struct watcher *w, struct watch_run *r, corral_outcome *out) {
+  clear_changes(out);
+  set_reason(&out->changes_skipped, NULL);
+  set_reason(&out->changes_scanned, r->scanned);
+  if (r->skipped) {
+    set_reason(&out->changes_skipped, r->skipped);
+    return;
+  }
+  size_t cap = 0;
+  corral_error err = {0};
+  int rc = r->scanned ? report_scan(w, r, out, &cap, &err) : report_events(w, r, out, &cap);
+  if (rc == 0 && out->nchanges > CORRAL_OBSERVE_MAX_FILES) {
+    char why[96];
+    snprintf(why, sizeof why, "the command changed more than %d paths",
+             CORRAL_OBSERVE_MAX_FILES);
+    clear_changes(out);
+    set_reason(&out->changes_skipped, why);
+    return;
+  }
+  if (rc < 0) {
+    clear_changes(out);
+    set_reason(&out->changes_skipped, err.message[0] ? err.message : "out of memory");
+    return;
+  }
+  if (out->nchanges > 1)
+    qsort(out->changes, out->nchanges, sizeof *out->changes, by_change_path);
+  if (!out->changes && !(out->changes = calloc(1, sizeof *out->changes))) {
+    set_reason(&out->changes_skipped, "out of memory");
+    return;
+  }
+  out->changes_present = true;
+}
+
+static void run_free(struct watch_run *r) {
+  run_give_up(r, "");
+  free(r->skipped);
+  free(r->scanned);
+  free(r);
+}
+
+/* ------------------------------------------------------------ observations */
+
+struct observation {
+  struct watcher *w, *own;
+  struct watch_run *run;
+  corral_snapshot *before; /* the fallback when nothing can be watched */
+  char *root, *scanned, *skipped;
+};
+
+struct observation *observe_begin(struct watcher *w, const char *root) {
+  struct observation *o = calloc(1, sizeof *o);
+  if (!o)
+    return NULL;
+  if (!w)
+    w = o->own = watcher_open(root);
+  o->w = w;
+  if (!w || !(o->root = strdup(root))) {
+    o->skipped = strdup("out of memory");
+    return o;
+  }
+  watcher_process(w); /* what happened before the run is not the run's */
+  retry(w);
+  if (w->too_big) {
+    o->skipped = strdup(w->too_big);
+  } else if (w->broken) {
+    corral_error err = {0};
+    o->scanned = strdup(w->broken);
+    if (corral_snapshot_take(root, NULL, 0, &o->before, &err) < 0)
+      o->skipped = strdup(err.message);
+  } else if ((o->run = calloc(1, sizeof *o->run))) {
+    /* The kernel stamps files from the coarse clock: a change after this
+     * has a ctime at or after it. */
+    clock_gettime(CLOCK_REALTIME_COARSE, &o->run->start);
+    o->run->next = w->runs;
+    w->runs = o->run;
+  } else {
+    o->skipped = strdup("out of memory");
+  }
+  return o;
+}
+
+void observe_end(struct observation *o, corral_outcome *out) {
+  if (!o) {
+    set_reason(&out->changes_skipped, "out of memory");
+    return;
+  }
+  if (o->run) {
+    struct watcher *w = o->w;
+    watcher_process(w);
+    for (struct watch_run **p = &w->runs; *p; p = &(*p)->next)
+      if (*p == o->run) {
+        *p = o->run->next;
+        break;
+      }
+    run_report(w, o->run, out);
+    run_free(o->run);
+  } else if (o->before) {
+    snapshot_conclude(o->before, o->root, out);
+    set_reason(&out->changes_scanned, o->scanned);
+  } else {
+    clear_changes(out);
+    set_reason(&out->changes_skipped, o->skipped ? o->skipped : "out of memory");
+  }
+  watcher_free(o->own);
+  free(o->root);
+  free(o->scanned);
+  free(o->skipped);
+  free(o);
+}

@@ -1,0 +1,33 @@
+/*
+ * watcher.h — a run's changes from the kernel's change events, kept
+ * current across runs (watcher.c).  Not installed.
+ */
+#ifndef CORRAL_WATCHER_H
+#define CORRAL_WATCHER_H
+
+#include "internal.h"
+
+/* One workspace root, indexed and watched.  NULL on ENOMEM only: a root
+ * that cannot be watched gives a watcher that says why, and runs through it
+ * fall back to scans. */
+struct watcher *watcher_open(const char *root);
+void watcher_free(struct watcher *w);
+const char *watcher_root(const struct watcher *w);
+/* The inotify descriptor (-1 when there is none): readable when events
+ * wait; watcher_process applies them.  It stays the same for the
+ * watcher's life. */
+int watcher_fd(const struct watcher *w);
+void watcher_process(struct watcher *w);
+/* Runs still observing through it. */
+bool watcher_busy(const struct watcher *w);
+
+/* One run's observation of its first workspace root: through `w` when the
+ * caller keeps one (not owned; it must outlive the observation), else
+ * through a watcher of its own.  Never fails: what could not be observed
+ * is said at the end. */
+struct observation *observe_begin(struct watcher *w, const char *root);
+/* Fills out->changes (or changes_skipped, and changes_scanned when the
+ * report came from scans); frees the observation. */
+void observe_end(struct observation *o, corral_outcome *out);
+
+#endif
