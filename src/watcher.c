@@ -64,6 +64,9 @@
 #define GEN_MASK (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_ONLYDIR | IN_EXCL_UNLINK)
 #define NAME_EVENTS (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO)
 
+static size_t max_entries = WATCH_MAX_ENTRIES;
+void watcher_limit_for_tests(size_t entries) { max_entries = entries ? entries : WATCH_MAX_ENTRIES; }
+
 enum { T_NONE, T_FILE, T_DIR, T_GEN }; /* T_FILE: anything but a directory */
 
 struct node {
@@ -194,12 +197,14 @@ static bool node_path(const struct node *n, char *buf, size_t size) {
 
 static void fail(struct watcher *w, char **which, const char *why);
 static void touch_new(struct watcher *w, struct node *n);
+static void touch_name(struct watcher *w, struct node *d, const char *name, const struct node *n,
+                       bool renamed);
 
 static struct node *node_add(struct watcher *w, struct node *parent, const char *name,
                              unsigned char type) {
-  if (w->entries >= WATCH_MAX_ENTRIES) {
+  if (w->entries >= max_entries) {
     char why[96];
-    snprintf(why, sizeof why, "the workspace has more than %d files", WATCH_MAX_ENTRIES);
+    snprintf(why, sizeof why, "the workspace has more than %zu files", max_entries);
     fail(w, &w->too_big, why);
     return NULL;
   }
@@ -269,10 +274,24 @@ static bool watch_dir(struct watcher *w, struct node *n, int fd) {
     }
     return false; /* gone or unreadable: skipped, as the snapshot skips it */
   }
-  if (by_wd(w, wd)) { /* the same directory twice: a bind mount inside */
-    fail(w, &w->broken, "a directory is in the workspace twice (a bind mount inside it)");
-    return false;
+  struct node *other = by_wd(w, wd);
+  if (other && other != n) {
+    bool above = false;
+    for (const struct node *x = n->parent; x && !above; x = x->parent)
+      above = x == other;
+    if (above) { /* inside itself: a bind mount of the workspace into it */
+      fail(w, &w->broken, "a directory is in the workspace twice (a bind mount inside it)");
+      return false;
+    }
+    /* The same directory at another place in the index: moved, and this
+     * scan ran ahead of the queued events that say so.  Its old place is
+     * gone (touched as a moved name), and the watch is this node's now. */
+    touch_name(w, other->parent, other->name, other, true);
+    unmap_wd(w, other);
+    node_drop(w, other);
   }
+  if (other == n)
+    return true;
   if (!grow(&w->wds, &w->wds_cap, w->nwds + 1, true)) {
     inotify_rm_watch(w->ifd, wd);
     fail(w, &w->broken, "out of memory");

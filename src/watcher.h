@@ -18,6 +18,8 @@ const char *watcher_root(const struct watcher *w);
  * watcher's life. */
 int watcher_fd(const struct watcher *w);
 void watcher_process(struct watcher *w);
+/* The bound on indexed names (0: the default); for tests. */
+void watcher_limit_for_tests(size_t entries);
 /* Runs still observing through it. */
 bool watcher_busy(const struct watcher *w);
 

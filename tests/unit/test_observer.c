@@ -13,8 +13,18 @@
 #include <unistd.h>
 
 #include "corral.h"
+#include "watcher.h"
 
 static char root[256];
+
+/* Each test runs three ways: snapshots before and after (the library's
+ * corral_snapshot_*), a watcher of the run's own (corral run), and a
+ * watcher kept from before the test's tree was made (corral mcp: what
+ * happens between runs is not the next run's). */
+enum mode { SNAPSHOTS, EVENTS, KEPT };
+static enum mode mode;
+static struct watcher *kept;
+
 
 static void sh(const char *fmt, ...) {
   char cmd[4096];
@@ -31,6 +41,8 @@ static int setup(void **state) {
   (void)state;
   snprintf(root, sizeof root, "/tmp/corral-observer-XXXXXX");
   assert_non_null(mkdtemp(root));
+  if (mode == KEPT)
+    assert_non_null(kept = watcher_open(root));
   return 0;
 }
 
@@ -38,6 +50,8 @@ static int teardown(void **state) {
   (void)state;
   char cmd[300];
   snprintf(cmd, sizeof cmd, "rm -rf %s", root);
+  watcher_free(kept);
+  kept = NULL;
   return system(cmd);
 }
 
@@ -61,21 +75,40 @@ static char *describe(const corral_outcome *o) {
   return buf;
 }
 
-static void diff(corral_snapshot *a, corral_snapshot *b, corral_outcome *o) {
+struct seen {
+  corral_snapshot *snap;
+  struct observation *obs;
+};
+
+static struct seen begin(void) {
+  struct seen b = {0};
+  if (mode == SNAPSHOTS)
+    b.snap = snap();
+  else
+    assert_non_null(b.obs = observe_begin(mode == KEPT || kept ? kept : NULL, root));
+  return b;
+}
+
+static void end(struct seen b, corral_outcome *o) {
   corral_outcome_init(o);
+  if (b.obs) {
+    observe_end(b.obs, o);
+    return;
+  }
   corral_error err = {0};
-  assert_int_equal(corral_snapshot_diff(a, b, o, &err), 0);
-  corral_snapshot_free(a);
-  corral_snapshot_free(b);
+  corral_snapshot *after = snap();
+  assert_int_equal(corral_snapshot_diff(b.snap, after, o, &err), 0);
+  corral_snapshot_free(b.snap);
+  corral_snapshot_free(after);
 }
 
 static void test_created_modified_deleted_sorted(void **state) {
   (void)state;
   sh("mkdir -p a/b c && echo 1 > a/b/keep && echo 2 > a/b/edit && echo 3 > c/gone && echo 4 > top");
-  corral_snapshot *a = snap();
+  struct seen a = begin();
   sh("echo new > a/b/new && echo changed > a/b/edit && rm c/gone && mkdir -p z/y && echo 5 > z/y/f");
   corral_outcome o;
-  diff(a, snap(), &o);
+  end(a, &o);
   assert_true(o.changes_present);
   assert_string_equal(describe(&o), "M a/b/edit\nC a/b/new\nD c/gone\nC z\nC z/y\nC z/y/f");
   corral_outcome_free(&o);
@@ -84,10 +117,10 @@ static void test_created_modified_deleted_sorted(void **state) {
 static void test_control_dirs_skipped_at_depth(void **state) {
   (void)state;
   sh("mkdir -p .git p/q/.git p/.agents r/.corral && echo x > p/q/.git/HEAD");
-  corral_snapshot *a = snap();
+  struct seen a = begin();
   sh("echo y > .git/new && echo y > p/q/.git/HEAD && echo z > p/.agents/a && echo w > r/.corral/b");
   corral_outcome o;
-  diff(a, snap(), &o);
+  end(a, &o);
   assert_string_equal(describe(&o), "");
   assert_int_equal(o.nchanges, 0);
   assert_true(o.changes_present);
@@ -97,12 +130,12 @@ static void test_control_dirs_skipped_at_depth(void **state) {
 static void test_generated_trees_aggregated(void **state) {
   (void)state;
   sh("mkdir -p node_modules/left-pad sub/dist && touch node_modules/left-pad/index.js");
-  corral_snapshot *a = snap();
+  struct seen a = begin();
   sh("mkdir node_modules/react node_modules/vue && touch sub/dist/out.js && "
      "mkdir coverage && for i in $(seq 300); do touch coverage/f$i; done && "
      "touch node_modules/left-pad/deep-change");
   corral_outcome o;
-  diff(a, snap(), &o);
+  end(a, &o);
   assert_string_equal(describe(&o), "C coverage/\nM node_modules/\nM sub/dist/");
   assert_true(o.changes[0].aggregated);
   assert_int_equal(o.changes[0].count, -1); /* above 256 */
@@ -114,11 +147,11 @@ static void test_generated_trees_aggregated(void **state) {
 static void test_mtime_restoring_modification(void **state) {
   (void)state;
   sh("echo aaaa > f && touch -d '2001-01-01' f");
-  corral_snapshot *a = snap();
+  struct seen a = begin();
   /* Same size, old mtime restored: only ctime (and content) tell. */
   sh("cp -p f ref && echo bbbb > f && touch -r ref f && rm ref");
   corral_outcome o;
-  diff(a, snap(), &o);
+  end(a, &o);
   assert_string_equal(describe(&o), "M f");
   corral_outcome_free(&o);
 }
@@ -126,31 +159,38 @@ static void test_mtime_restoring_modification(void **state) {
 static void test_identical_rewrite_is_reported(void **state) {
   (void)state;
   sh("echo same > f");
-  corral_snapshot *a = snap();
+  struct seen a = begin();
   sh("echo same > f");
   corral_outcome o;
-  diff(a, snap(), &o);
+  end(a, &o);
   assert_string_equal(describe(&o), "M f"); /* documented: any write counts */
   corral_outcome_free(&o);
 }
 
 static void test_symlink_not_followed(void **state) {
   (void)state;
-  corral_snapshot *a = snap();
+  struct seen a = begin();
   sh("ln -s / rootlink && ln -s /etc etclink");
   corral_outcome o;
-  diff(a, snap(), &o);
+  end(a, &o);
   assert_string_equal(describe(&o), "C etclink\nC rootlink");
   corral_outcome_free(&o);
 }
 
 static void test_over_the_bound_gives_no_report(void **state) {
   (void)state;
+  if (mode == EVENTS)
+    skip(); /* as the kept watcher, which also takes the 20,001 files' events */
   sh("mkdir many && cd many && seq 1 20001 | xargs touch");
-  corral_snapshot *a = snap();
+  struct seen a = begin();
   sh("touch many/extra");
   corral_outcome o;
-  diff(a, snap(), &o);
+  end(a, &o);
+  if (mode != SNAPSHOTS) { /* the watcher's bound is its index's, far above */
+    assert_string_equal(describe(&o), "C many/extra");
+    corral_outcome_free(&o);
+    return;
+  }
   assert_false(o.changes_present);
   assert_int_equal(o.nchanges, 0);
   assert_non_null(o.changes_skipped);
@@ -162,6 +202,48 @@ static void test_over_the_bound_gives_no_report(void **state) {
   corral_outcome_free(&o);
 }
 
+/* A run that changes more paths than a report lists gives none.  The
+ * events are taken as they come, as corral mcp's loop takes them (all at
+ * the end, the kernel's queue overflows: the overflow test covers that). */
+static void test_too_many_changes_give_no_report(void **state) {
+  (void)state;
+  if (mode != KEPT)
+    skip();
+  sh("mkdir many");
+  struct seen a = begin();
+  for (int i = 0; i < 20; i++) {
+    sh("cd many && seq %d %d | xargs touch", i * 1000 + 1, i * 1000 + (i == 19 ? 1001 : 1000));
+    watcher_process(kept);
+  }
+  corral_outcome o;
+  end(a, &o);
+  assert_false(o.changes_present);
+  assert_null(o.changes_scanned);
+  assert_non_null(o.changes_skipped);
+  assert_non_null(strstr(o.changes_skipped, "more than 20000 paths"));
+  corral_outcome_free(&o);
+}
+
+/* Past the watcher's bound on names nothing is reported, and the index is
+ * dropped: a run after it reads nothing of the tree (the cost stops
+ * growing), until the watcher tries again. */
+static void test_watcher_bound(void **state) {
+  (void)state;
+  if (mode == SNAPSHOTS)
+    skip();
+  watcher_limit_for_tests(500);
+  sh("mkdir big && cd big && seq 1 600 | xargs touch");
+  struct seen a = begin();
+  sh("touch big/extra");
+  corral_outcome o;
+  end(a, &o);
+  watcher_limit_for_tests(0);
+  assert_false(o.changes_present);
+  assert_non_null(o.changes_skipped);
+  assert_non_null(strstr(o.changes_skipped, "more than 500 files"));
+  corral_outcome_free(&o);
+}
+
 /* A tree the command made far deeper than any real project (and than the
  * stack or the descriptor table would allow a recursive walk): the
  * snapshot says it gave up, in both snapshots and in a diff, and nothing
@@ -170,19 +252,23 @@ static void test_deep_tree_is_bounded(void **state) {
   (void)state;
   sh("python3 -c 'import os\nos.mkdir(\"deep\"); os.chdir(\"deep\")\n"
      "for i in range(3000): os.mkdir(\"d\"); os.chdir(\"d\")'");
-  corral_snapshot *a = snap();
+  struct seen a = begin();
   sh("touch deep/new");
   corral_outcome o;
-  diff(a, snap(), &o);
+  end(a, &o);
   assert_false(o.changes_present);
   assert_non_null(o.changes_skipped);
   assert_non_null(strstr(o.changes_skipped, "levels deep"));
   corral_outcome_free(&o);
   sh("rm -rf deep && python3 -c 'import os\nos.mkdir(\"deep\"); os.chdir(\"deep\")\n"
      "for i in range(100): os.mkdir(\"d\"); os.chdir(\"d\")'");
-  a = snap();
+  if (mode == KEPT) { /* a kept watcher that gave up tries again only minutes later */
+    watcher_free(kept);
+    assert_non_null(kept = watcher_open(root));
+  }
+  a = begin();
   sh("cd deep && touch $(python3 -c 'print(\"/\".join([\"d\"] * 100))')/leaf");
-  diff(a, snap(), &o);
+  end(a, &o);
   assert_true(o.changes_present);
   assert_int_equal(o.nchanges, 1);
   assert_int_equal(o.changes[0].kind, CORRAL_CHANGE_CREATED);
@@ -194,13 +280,238 @@ static void test_unreadable_directory_skipped(void **state) {
   if (geteuid() == 0)
     skip(); /* root reads everything; the user variant of the suite covers it */
   sh("mkdir -p locked && echo x > locked/f && chmod 000 locked");
-  corral_snapshot *a = snap();
+  struct seen a = begin();
   sh("echo y > visible");
   corral_outcome o;
-  diff(a, snap(), &o);
+  end(a, &o);
   assert_string_equal(describe(&o), "C visible");
   sh("chmod 755 locked");
   corral_outcome_free(&o);
+}
+
+/* ------------------------------------------------ events against snapshots */
+
+static unsigned long rnd_state;
+static unsigned rnd(unsigned n) {
+  rnd_state = rnd_state * 6364136223846793005ul + 1442695040888963407ul;
+  return (unsigned)(rnd_state >> 33) % n;
+}
+
+static char out_dir[300]; /* outside the root: where directories move out to and in from */
+static char oplog[16384];
+
+static void logop(const char *fmt, ...) {
+  size_t l = strlen(oplog);
+  va_list ap;
+  va_start(ap, fmt);
+  if (l < sizeof oplog - 200)
+    vsnprintf(oplog + l, sizeof oplog - l, fmt, ap);
+  va_end(ap);
+}
+
+/* A directory of the small namespace the changes play in. */
+static void some_dir(char *buf, size_t size) {
+  static const char *const dirs[] = {"", "d0", "d1", "d0/d1", "d1/d2", "d0/d1/d2", "node_modules",
+                                     "d2"};
+  snprintf(buf, size, "%s/%s", root, dirs[rnd(sizeof dirs / sizeof *dirs)]);
+}
+
+static void some_name(char *buf, size_t size, const char *kind) {
+  char d[400];
+  some_dir(d, sizeof d);
+  snprintf(buf, size, "%s/%s%u", d, kind, rnd(3));
+}
+
+/* One random change, whatever it makes of the tree (most may fail). */
+static void one_change(bool creating) {
+  char a[600], b[600];
+  unsigned op = creating ? rnd(2) * 4 : rnd(15);
+  some_name(a, sizeof a, op == 4 || op == 5 || op == 6 || op == 7 || op == 9 ? "d" : "f");
+  logop("%u %s\n", op, a + strlen(root));
+  switch (op) {
+  case 0: { /* create or append */
+    int fd = open(a, O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd >= 0 && write(fd, "x", 1) == 1)
+      close(fd);
+    else if (fd >= 0)
+      close(fd);
+    break;
+  }
+  case 1: { /* rewrite in place, old mtime put back */
+    struct stat st;
+    int fd = open(a, O_WRONLY);
+    if (fd >= 0 && fstat(fd, &st) == 0 && st.st_size > 0 && pwrite(fd, "y", 1, 0) == 1) {
+      struct timespec t[2] = {st.st_atim, st.st_mtim};
+      futimens(fd, t);
+    }
+    if (fd >= 0)
+      close(fd);
+    break;
+  }
+  case 2:
+    unlink(a);
+    break;
+  case 3:
+    some_name(b, sizeof b, "f");
+    rename(a, b);
+    break;
+  case 4:
+    mkdir(a, 0755);
+    break;
+  case 5:
+    rmdir(a);
+    break;
+  case 6:
+    some_name(b, sizeof b, "d");
+    rename(a, b);
+    break;
+  case 7: /* a directory moves out, or one moves in */
+    snprintf(b, sizeof b, "%s/o%u", out_dir, rnd(3));
+    if (rename(a, b) < 0)
+      rename(b, a);
+    break;
+  case 8:
+    chmod(a, rnd(2) ? 0600 : 0644);
+    break;
+  case 9: {
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", a);
+    assert_int_equal(system(cmd), 0);
+    break;
+  }
+  case 10: /* a file becomes a directory */
+    if (unlink(a) == 0)
+      mkdir(a, 0755);
+    break;
+  case 11: { /* the same bytes again */
+    int fd = open(a, O_WRONLY | O_TRUNC);
+    if (fd >= 0 && write(fd, "x", 1) == 1)
+      close(fd);
+    else if (fd >= 0)
+      close(fd);
+    break;
+  }
+  case 12: { /* opened for writing, nothing written: no change */
+    int fd = open(a, O_WRONLY);
+    if (fd >= 0)
+      close(fd);
+    break;
+  }
+  case 13:
+    snprintf(b, sizeof b, "%s/node_modules/p%u", root, rnd(3));
+    if (unlink(b) < 0)
+      close(open(b, O_WRONLY | O_CREAT, 0644));
+    break;
+  default:
+    symlink("target", a);
+    break;
+  }
+}
+
+/* The coarse clock the kernel stamps files with ticks at most this often. */
+static void past_a_tick(void) { usleep(20000); }
+
+/* Random creations, modifications (with and without the old mtime put
+ * back), deletions, renames, directory moves within, out of and into the
+ * tree: the report from events is the report from snapshots before and
+ * after, run after run. */
+static void test_random_changes_match_snapshots(void **state) {
+  (void)state;
+  if (mode == SNAPSHOTS)
+    skip();
+  const char *seed = getenv("CORRAL_SEED");
+  rnd_state = seed ? strtoul(seed, NULL, 10) : (unsigned long)time(NULL);
+  unsigned long first = rnd_state;
+  snprintf(out_dir, sizeof out_dir, "%s-out", root);
+  assert_int_equal(mkdir(out_dir, 0755), 0);
+  for (int trial = 0; trial < 30; trial++) {
+    oplog[0] = '\0';
+    for (int i = 0; i < 40; i++)
+      one_change(true);
+    for (int round = 0; round < 4; round++) {
+      for (unsigned i = rnd(6); i > 0; i--) /* between runs: nobody's */
+        one_change(false);
+      logop("-- run\n");
+      past_a_tick();
+      corral_snapshot *before = snap();
+      struct seen a = begin();
+      for (unsigned i = 1 + rnd(30); i > 0; i--)
+        one_change(false);
+      corral_outcome o, want;
+      end(a, &o);
+      corral_snapshot *after = snap();
+      corral_error err = {0};
+      corral_outcome_init(&want);
+      assert_int_equal(corral_snapshot_diff(before, after, &want, &err), 0);
+      char *got = strdup(describe(&o));
+      if (strcmp(got, describe(&want)) != 0 || o.changes_scanned)
+        fail_msg("seed %lu, trial %d, round %d (%s):\nevents:\n%s\nsnapshots:\n%s\nchanges:\n%s",
+                 first, trial, round, o.changes_scanned ? o.changes_scanned : "from events",
+                 got, describe(&want), oplog);
+      for (size_t i = 0; i < o.nchanges; i++)
+        assert_int_equal(o.changes[i].count, want.changes[i].count);
+      free(got);
+      corral_snapshot_free(before);
+      corral_snapshot_free(after);
+      corral_outcome_free(&o);
+      corral_outcome_free(&want);
+    }
+  }
+  char cmd[700];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", out_dir);
+  assert_int_equal(system(cmd), 0);
+}
+
+/* More events than the kernel queues: the run says it fell back to a scan,
+ * and its report is still exact.  A kept watcher that overflows between
+ * runs builds its index again, and the next run is watched as before. */
+static void test_overflowed_queue_falls_back(void **state) {
+  (void)state;
+  const char *knob = "/proc/sys/fs/inotify/max_queued_events";
+  char saved[32] = "";
+  FILE *f = fopen(knob, "r");
+  if (mode == SNAPSHOTS || geteuid() != 0 || !f || !fgets(saved, sizeof saved, f)) {
+    if (f)
+      fclose(f);
+    skip(); /* only root sets the queue's size, for watchers made meanwhile */
+  }
+  fclose(f);
+  sh("mkdir -p a b && touch a/keep a/edit b/gone");
+  past_a_tick();
+  f = fopen(knob, "w");
+  fputs("16", f);
+  fclose(f);
+  struct watcher *w = watcher_open(root);
+  f = fopen(knob, "w");
+  fputs(saved, f);
+  fclose(f);
+  assert_non_null(w);
+  struct watcher *was = kept;
+  kept = w;
+  struct seen a = begin();
+  sh("for i in $(seq 100); do touch a/new$i; done; echo x >> a/edit; rm b/gone");
+  corral_outcome o;
+  end(a, &o);
+  if (mode == EVENTS) { /* the same watcher, as a kept one: the test made it */
+    assert_non_null(o.changes_scanned);
+    assert_non_null(strstr(o.changes_scanned, "overflowed"));
+    assert_int_equal(o.nchanges, 102);
+    assert_string_equal(o.changes[0].path, "a/edit");
+    assert_int_equal(o.changes[0].kind, CORRAL_CHANGE_MODIFIED);
+    assert_string_equal(o.changes[101].path, "b/gone");
+    assert_int_equal(o.changes[101].kind, CORRAL_CHANGE_DELETED);
+  }
+  corral_outcome_free(&o);
+  sh("for i in $(seq 100); do rm a/new$i; done"); /* overflows between runs */
+  past_a_tick();
+  a = begin();
+  sh("echo y >> a/keep");
+  end(a, &o);
+  assert_null(o.changes_scanned);
+  assert_string_equal(describe(&o), "M a/keep");
+  corral_outcome_free(&o);
+  kept = was;
+  watcher_free(w);
 }
 
 int main(void) {
@@ -212,8 +523,16 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_identical_rewrite_is_reported, setup, teardown),
       cmocka_unit_test_setup_teardown(test_symlink_not_followed, setup, teardown),
       cmocka_unit_test_setup_teardown(test_over_the_bound_gives_no_report, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_too_many_changes_give_no_report, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_watcher_bound, setup, teardown),
       cmocka_unit_test_setup_teardown(test_unreadable_directory_skipped, setup, teardown),
       cmocka_unit_test_setup_teardown(test_deep_tree_is_bounded, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_random_changes_match_snapshots, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_overflowed_queue_falls_back, setup, teardown),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  static const char *const names[] = {"snapshots", "events", "kept watcher"};
+  int failed = 0;
+  for (mode = SNAPSHOTS; mode <= KEPT; mode++)
+    failed += _cmocka_run_group_tests(names[mode], tests, sizeof tests / sizeof *tests, NULL, NULL);
+  return failed;
 }
