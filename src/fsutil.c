@@ -54,6 +54,7 @@ const char *dir_next(struct dir_iter *it, unsigned char *type) {
     if (strcmp(d->d_name, ".") != 0 && strcmp(d->d_name, "..") != 0) {
       if (type)
         *type = d->d_type;
+      it->ino = d->d_ino;
       return d->d_name;
     }
   }

@@ -82,6 +82,7 @@ int remove_tree(const char *path, bool exact_parent);
 struct dir_iter {
   int fd;
   long got, off;
+  uint64_t ino; /* of the entry dir_next gave last */
   char buf[4096] __attribute__((aligned(8)));
 };
 void dir_start(struct dir_iter *it, int fd); /* fd just opened */

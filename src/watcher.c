@@ -75,6 +75,7 @@ struct node {
   int wd;                                   /* directories: -1 until watched */
   int count;                                /* T_GEN: direct children (-1 above the bound) */
   unsigned char type, depth;
+  ino_t ino;                                /* 0: not known */
   char name[];
 };
 
@@ -85,6 +86,7 @@ struct touch {
   bool content;         /* T_GEN: names changed inside */
   bool seen;            /* a fallback comparison found it */
   int count;            /* T_GEN before */
+  ino_t ino;            /* before, 0 when not known: a same-named other file shows */
   char path[];          /* relative; a generated tree's ends in "/" */
 };
 
@@ -108,6 +110,10 @@ struct watcher {
   char *too_big; /* no report at all */
   int64_t retry_at;
   bool overflowed;
+  /* The directory whose events are being applied, opened for the lstat of
+   * the names created in it; closed at the end of each drain. */
+  const struct node *open_node;
+  int open_fd;
 };
 
 /* ------------------------------------------------------------ the index */
@@ -196,12 +202,13 @@ static bool node_path(const struct node *n, char *buf, size_t size) {
 }
 
 static void fail(struct watcher *w, char **which, const char *why);
+static void close_open_node(struct watcher *w);
 static void touch_new(struct watcher *w, struct node *n);
 static void touch_name(struct watcher *w, struct node *d, const char *name, const struct node *n,
                        bool renamed);
 
 static struct node *node_add(struct watcher *w, struct node *parent, const char *name,
-                             unsigned char type) {
+                             unsigned char type, ino_t ino) {
   if (w->entries >= max_entries) {
     char why[96];
     snprintf(why, sizeof why, "the workspace has more than %zu files", max_entries);
@@ -216,6 +223,7 @@ static struct node *node_add(struct watcher *w, struct node *parent, const char 
     return NULL;
   memcpy(n->name, name, len + 1);
   n->type = type;
+  n->ino = ino;
   n->wd = -1;
   n->parent = parent;
   n->depth = (unsigned char)(parent->depth + 1);
@@ -235,6 +243,8 @@ static struct node *node_add(struct watcher *w, struct node *parent, const char 
 static void node_drop(struct watcher *w, struct node *n) {
   while (n->kids)
     node_drop(w, n->kids);
+  if (n == w->open_node)
+    close_open_node(w);
   if (n->wd >= 0) {
     inotify_rm_watch(w->ifd, n->wd); /* EINVAL when the kernel dropped it: fine */
     unmap_wd(w, n);
@@ -254,6 +264,13 @@ static void node_drop(struct watcher *w, struct node *n) {
     *p = n->hnext;
   w->entries--;
   free(n);
+}
+
+static void close_open_node(struct watcher *w) {
+  if (w->open_node && w->open_fd >= 0)
+    close(w->open_fd);
+  w->open_node = NULL;
+  w->open_fd = -1;
 }
 
 /* Invariant 1: watched through the descriptor it was opened by. */
@@ -342,7 +359,8 @@ static void scan_dir(struct watcher *w, struct node *n, int fd) {
       fail(w, &w->too_big, why);
       break;
     }
-    struct node *k = node_add(w, n, name, !dir ? T_FILE : observe_generated(name) ? T_GEN : T_DIR);
+    struct node *k = node_add(w, n, name, !dir ? T_FILE : observe_generated(name) ? T_GEN : T_DIR,
+                              (ino_t)it->ino);
     if (!k || !dir)
       continue;
     int sub = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
@@ -365,6 +383,9 @@ static void scan_node(struct watcher *w, struct node *n) {
     fd = open_beneath(w->rootfd, path, O_RDONLY | O_DIRECTORY);
   else
     fd = -1;
+  struct stat st;
+  if (fd >= 0 && !n->ino && fstat(fd, &st) == 0)
+    n->ino = st.st_ino;
   if (fd >= 0)
     scan_dir(w, n, fd);
 }
@@ -426,7 +447,7 @@ static void run_give_up(struct watch_run *r, const char *why) {
 /* Records `before` for key unless it was touched already; the entry, or
  * NULL when the run has given up. */
 static struct touch *touch_key(struct watch_run *r, const char *key, unsigned char before,
-                               int count) {
+                               int count, ino_t ino) {
   if (r->skipped)
     return NULL;
   struct touch *t = find_touch(r, key);
@@ -464,6 +485,7 @@ static struct touch *touch_key(struct watch_run *r, const char *key, unsigned ch
   memcpy(t->path, key, len + 1);
   t->before = before;
   t->count = count;
+  t->ino = before ? ino : 0;
   size_t k = str_hash(key) & (r->cap - 1);
   t->next = r->b[k];
   r->b[k] = t;
@@ -480,12 +502,13 @@ static struct touch *touch_at(struct watch_run *r, char *buf, size_t len, const 
   struct touch *t = NULL, *u;
   if (observe_generated(name) && len + 2 <= 4096) {
     buf[len] = '/', buf[len + 1] = '\0';
-    t = touch_key(r, buf, n && n->type == T_GEN ? T_GEN : T_NONE, n ? n->count : 0);
+    t = touch_key(r, buf, n && n->type == T_GEN ? T_GEN : T_NONE, n ? n->count : 0,
+                  n ? n->ino : 0);
     buf[len] = '\0';
     if (t && renamed)
       t->renamed = true;
   }
-  u = touch_key(r, buf, n && n->type != T_GEN ? n->type : T_NONE, 0);
+  u = touch_key(r, buf, n && n->type != T_GEN ? n->type : T_NONE, 0, n ? n->ino : 0);
   if (u && renamed)
     u->renamed = true;
   return t ? t : u;
@@ -571,6 +594,24 @@ static void fail(struct watcher *w, char **which, const char *why) {
 
 /* ------------------------------------------------------------ events */
 
+/* The inode of `name` in the directory node d, 0 when it is gone: what
+ * tells a file from another of the same name later. */
+static ino_t ino_in(struct watcher *w, const struct node *d, const char *name) {
+  if (w->open_node != d) {
+    close_open_node(w);
+    char path[4096];
+    if (!d->parent)
+      w->open_fd = openat(w->rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    else if (node_path(d, path, sizeof path))
+      w->open_fd = open_beneath(w->rootfd, path, O_RDONLY | O_DIRECTORY);
+    if (w->open_fd < 0)
+      return 0;
+    w->open_node = d;
+  }
+  struct stat st;
+  return fstatat(w->open_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 ? st.st_ino : 0;
+}
+
 static void on_event(struct watcher *w, const struct inotify_event *ev) {
   if (ev->mask & IN_Q_OVERFLOW) {
     w->overflowed = true;
@@ -629,9 +670,11 @@ static void on_event(struct watcher *w, const struct inotify_event *ev) {
     fail(w, &w->too_big, why);
     return;
   }
-  n = node_add(w, d, name, !dir ? T_FILE : observe_generated(name) ? T_GEN : T_DIR);
+  n = node_add(w, d, name, !dir ? T_FILE : observe_generated(name) ? T_GEN : T_DIR, 0);
   if (n && dir)
     scan_node(w, n);
+  else if (n)
+    n->ino = ino_in(w, d, name);
 }
 
 void watcher_process(struct watcher *w) {
@@ -647,6 +690,7 @@ void watcher_process(struct watcher *w) {
       p += sizeof *ev + ev->len;
     }
   }
+  close_open_node(w);
   if (failed(w)) {
     drop_index(w);
     w->overflowed = false;
@@ -673,6 +717,7 @@ struct watcher *watcher_open(const char *root) {
   w->top->wd = -1;
   w->top->type = T_DIR;
   w->ifd = -1;
+  w->open_fd = -1;
   w->rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (w->rootfd < 0) {
     char why[600];
@@ -793,6 +838,13 @@ static long gen_count(const struct watcher *w, const char *key) {
   return fd >= 0 ? observe_count_children(fd) : 0;
 }
 
+/* A file (tree) there before and after: modified when it is another one,
+ * or when its ctime (a tree's mtime: its names) is from the run. */
+static bool changed(const struct watch_run *r, const struct touch *t, ino_t ino,
+                    struct timespec stamp) {
+  return (t->ino && ino != t->ino) || at_or_after(stamp, r->start);
+}
+
 static int report_events(struct watcher *w, struct watch_run *r, corral_outcome *out,
                          size_t *cap) {
   int rc = 0;
@@ -807,16 +859,19 @@ static int report_events(struct watcher *w, struct watch_run *r, corral_outcome 
         rc = push(out, cap, t->path, CORRAL_CHANGE_CREATED, gen, gen ? gen_count(w, t->path) : 0);
       else if (now == T_NONE)
         rc = push(out, cap, t->path, CORRAL_CHANGE_DELETED, gen, t->count);
-      else if (now == T_GEN) {
-        if (t->content || t->renamed)
-          rc = push(out, cap, t->path, CORRAL_CHANGE_MODIFIED, true, gen_count(w, t->path));
-      } else if (now != t->before) {
-        rc = push(out, cap, t->path, CORRAL_CHANGE_MODIFIED, false, 0);
-      } else if (now == T_FILE) {
+      else if (now != t->before)
+        rc = push(out, cap, t->path, CORRAL_CHANGE_MODIFIED, gen, gen ? gen_count(w, t->path) : 0);
+      else if (now != T_DIR) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s", t->path);
+        if (gen)
+          path[strlen(path) - 1] = '\0';
         struct stat st;
-        if (t->renamed ||
-            (stat_beneath(w->rootfd, t->path, &st) && at_or_after(st.st_ctim, r->start)))
-          rc = push(out, cap, t->path, CORRAL_CHANGE_MODIFIED, false, 0);
+        if (t->renamed || t->content ||
+            (stat_beneath(w->rootfd, path, &st) &&
+             changed(r, t, st.st_ino, gen ? st.st_mtim : st.st_ctim)))
+          rc = push(out, cap, t->path, CORRAL_CHANGE_MODIFIED, gen,
+                    gen ? gen_count(w, t->path) : 0);
       }
     }
   return rc;
@@ -845,8 +900,8 @@ static int report_scan(struct watcher *w, struct watch_run *r, corral_outcome *o
       rc = push(out, cap, e->path, CORRAL_CHANGE_CREATED, e->aggregated, e->count);
     else if (now != t->before)
       rc = push(out, cap, e->path, CORRAL_CHANGE_MODIFIED, e->aggregated, e->count);
-    else if (now == T_GEN ? t->content || t->renamed || at_or_after(e->mtime, r->start)
-                          : now == T_FILE && (t->renamed || at_or_after(e->ctime, r->start)))
+    else if (now != T_DIR && (t->renamed || t->content ||
+                              changed(r, t, e->ino, now == T_GEN ? e->mtime : e->ctime)))
       rc = push(out, cap, e->path, CORRAL_CHANGE_MODIFIED, e->aggregated, e->count);
   }
   for (size_t i = 0; rc == 0 && i < r->cap; i++)

@@ -298,7 +298,7 @@ static unsigned rnd(unsigned n) {
 }
 
 static char out_dir[300]; /* outside the root: where directories move out to and in from */
-static char oplog[16384];
+static char oplog[65536];
 
 static void logop(const char *fmt, ...) {
   size_t l = strlen(oplog);
@@ -444,10 +444,12 @@ static void test_random_changes_match_snapshots(void **state) {
       corral_outcome_init(&want);
       assert_int_equal(corral_snapshot_diff(before, after, &want, &err), 0);
       char *got = strdup(describe(&o));
-      if (strcmp(got, describe(&want)) != 0 || o.changes_scanned)
+      if (strcmp(got, describe(&want)) != 0 || o.changes_scanned) {
+        fprintf(stderr, "changes made:\n%s", oplog); /* longer than cmocka's message */
         fail_msg("seed %lu, trial %d, round %d (%s):\nevents:\n%s\nsnapshots:\n%s\nchanges:\n%s",
                  first, trial, round, o.changes_scanned ? o.changes_scanned : "from events",
-                 got, describe(&want), oplog);
+                 got, describe(&want), "(above)");
+      }
       for (size_t i = 0; i < o.nchanges; i++)
         assert_int_equal(o.changes[i].count, want.changes[i].count);
       free(got);
