@@ -44,6 +44,9 @@
  */
 #include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
@@ -116,6 +119,24 @@ struct watcher {
   int open_fd;
 };
 
+/* The first scan of a root runs in threads: the kernel's part — listing
+ * and watching each directory — is most of its cost and spreads over the
+ * CPUs.  A thread's nodes stay out of the hash tables (its subtree is its
+ * own) until the threads are joined; a failure is kept here until then. */
+#define BUILD_THREADS 4
+struct builder {
+  struct watcher *w;
+  struct node **dirs; /* the root's directories, handed out in turn */
+  size_t ndirs, cap;
+  atomic_size_t next, entries;
+  atomic_bool failed;
+  pthread_mutex_t lock; /* for why */
+  char **which;
+  char why[128];
+};
+static __thread struct builder *building;
+static __thread bool own_cwd; /* unshare(CLONE_FS): fchdir is this thread's */
+
 /* ------------------------------------------------------------ the index */
 
 static size_t name_hash(const struct node *parent, const char *name) {
@@ -171,8 +192,10 @@ static struct node *by_wd(const struct watcher *w, int wd) {
 }
 
 static void unmap_wd(struct watcher *w, struct node *n) {
-  if (n->wd < 0)
+  if (n->wd < 0 || !w->wds_cap) {
+    n->wd = -1;
     return;
+  }
   struct node **p = &w->wds[wd_hash(n->wd) & (w->wds_cap - 1)];
   while (*p && *p != n)
     p = &(*p)->wnext;
@@ -209,6 +232,30 @@ static void touch_name(struct watcher *w, struct node *d, const char *name, cons
 
 static struct node *node_add(struct watcher *w, struct node *parent, const char *name,
                              unsigned char type, ino_t ino) {
+  if (building) {
+    if (w->entries + atomic_fetch_add(&building->entries, 1) >= max_entries) {
+      char why[96];
+      snprintf(why, sizeof why, "the workspace has more than %zu files", max_entries);
+      fail(w, &w->too_big, why);
+      return NULL;
+    }
+    struct node *n = calloc(1, sizeof *n + strlen(name) + 1);
+    if (!n) {
+      fail(w, &w->broken, "out of memory");
+      return NULL;
+    }
+    strcpy(n->name, name);
+    n->type = type;
+    n->ino = ino;
+    n->wd = -1;
+    n->parent = parent;
+    n->depth = (unsigned char)(parent->depth + 1);
+    n->next = parent->kids; /* parent is in this thread's subtree */
+    if (parent->kids)
+      parent->kids->prev = n;
+    parent->kids = n;
+    return n;
+  }
   if (w->entries >= max_entries) {
     char why[96];
     snprintf(why, sizeof why, "the workspace has more than %zu files", max_entries);
@@ -246,7 +293,8 @@ static void node_drop(struct watcher *w, struct node *n) {
   if (n == w->open_node)
     close_open_node(w);
   if (n->wd >= 0) {
-    inotify_rm_watch(w->ifd, n->wd); /* EINVAL when the kernel dropped it: fine */
+    if (w->ifd >= 0)
+      inotify_rm_watch(w->ifd, n->wd); /* EINVAL when the kernel dropped it: fine */
     unmap_wd(w, n);
   }
   if (!n->parent)
@@ -257,12 +305,15 @@ static void node_drop(struct watcher *w, struct node *n) {
     n->parent->kids = n->next;
   if (n->next)
     n->next->prev = n->prev;
-  struct node **p = &w->names[name_hash(n->parent, n->name) & (w->names_cap - 1)];
-  while (*p && *p != n)
+  /* A node a failed build left out of the tables is in none. */
+  struct node **p = w->names_cap ? &w->names[name_hash(n->parent, n->name) & (w->names_cap - 1)]
+                                 : NULL;
+  while (p && *p && *p != n)
     p = &(*p)->hnext;
-  if (*p)
+  if (p && *p) {
     *p = n->hnext;
-  w->entries--;
+    w->entries--;
+  }
   free(n);
 }
 
@@ -277,7 +328,9 @@ static void close_open_node(struct watcher *w) {
 static bool watch_dir(struct watcher *w, struct node *n, int fd) {
   char proc[64];
   snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
-  int wd = inotify_add_watch(w->ifd, proc, n->type == T_GEN ? GEN_MASK : DIR_MASK);
+  uint32_t mask = n->type == T_GEN ? GEN_MASK : DIR_MASK;
+  int wd = own_cwd && fchdir(fd) == 0 ? inotify_add_watch(w->ifd, ".", mask)
+                                      : inotify_add_watch(w->ifd, proc, mask);
   if (wd < 0) {
     if (errno == ENOSPC) {
       fail(w, &w->broken,
@@ -290,6 +343,10 @@ static bool watch_dir(struct watcher *w, struct node *n, int fd) {
       fail(w, &w->broken, why);
     }
     return false; /* gone or unreadable: skipped, as the snapshot skips it */
+  }
+  if (building) { /* mapped when the threads are joined */
+    n->wd = wd;
+    return true;
   }
   struct node *other = by_wd(w, wd);
   if (other && other != n) {
@@ -322,11 +379,13 @@ static bool watch_dir(struct watcher *w, struct node *n, int fd) {
   return true;
 }
 
-static bool failed(const struct watcher *w) { return w->broken || w->too_big; }
+static bool failed(const struct watcher *w) {
+  return building ? atomic_load(&building->failed) : w->broken || w->too_big;
+}
 
 /* Watches and indexes the directory `n`, opened as fd (closed here), and
  * everything below it.  Unreadable directories are skipped. */
-static void scan_dir(struct watcher *w, struct node *n, int fd) {
+static void scan_dir(struct watcher *w, struct node *n, int fd, struct builder *queue) {
   if (!watch_dir(w, n, fd) || n->type == T_GEN) {
     if (n->type == T_GEN && n->wd >= 0)
       n->count = (int)observe_count_children(fd);
@@ -363,9 +422,23 @@ static void scan_dir(struct watcher *w, struct node *n, int fd) {
                               (ino_t)it->ino);
     if (!k || !dir)
       continue;
+    if (queue) {
+      if (queue->ndirs == queue->cap) {
+        size_t cap = queue->cap ? queue->cap * 2 : 64;
+        struct node **g = realloc(queue->dirs, cap * sizeof *g);
+        if (!g) {
+          fail(w, &w->broken, "out of memory");
+          break;
+        }
+        queue->dirs = g;
+        queue->cap = cap;
+      }
+      queue->dirs[queue->ndirs++] = k;
+      continue;
+    }
     int sub = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
     if (sub >= 0)
-      scan_dir(w, k, sub);
+      scan_dir(w, k, sub, NULL);
     else if (errno == EMFILE || errno == ENFILE)
       fail(w, &w->broken, "too many open files to watch the workspace");
   }
@@ -387,13 +460,69 @@ static void scan_node(struct watcher *w, struct node *n) {
   if (fd >= 0 && !n->ino && fstat(fd, &st) == 0)
     n->ino = st.st_ino;
   if (fd >= 0)
-    scan_dir(w, n, fd);
+    scan_dir(w, n, fd, NULL);
 }
 
 /* Drops the index and every watch, keeping the descriptor (invariant 4). */
 static void drop_index(struct watcher *w) {
   if (w->top)
     node_drop(w, w->top);
+}
+
+static void build_worker_run(struct builder *b) {
+  struct builder *was = building;
+  building = b;
+  size_t i;
+  while (!atomic_load(&b->failed) && (i = atomic_fetch_add(&b->next, 1)) < b->ndirs) {
+    struct node *n = b->dirs[i];
+    int fd = openat(b->w->rootfd, n->name,
+                    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd >= 0)
+      scan_dir(b->w, n, fd, NULL);
+    else if (errno == EMFILE || errno == ENFILE)
+      fail(b->w, &b->w->broken, "too many open files to watch the workspace");
+  }
+  building = was;
+}
+
+static void *build_worker(void *arg) {
+  /* A working directory of its own: each directory is watched as ".",
+   * after fchdir to its descriptor (invariant 1), with no path to walk. */
+  own_cwd = unshare(CLONE_FS) == 0;
+  build_worker_run(arg);
+  return NULL;
+}
+
+/* Puts a subtree a thread built into the hash tables. */
+static void index_tree(struct watcher *w, struct node *n) {
+  for (struct node *k = n->kids; k && !failed(w); k = k->next) {
+    if (!grow(&w->names, &w->names_cap, w->entries + 1, false)) {
+      fail(w, &w->broken, "out of memory");
+      return;
+    }
+    size_t h = name_hash(k->parent, k->name) & (w->names_cap - 1);
+    k->hnext = w->names[h];
+    w->names[h] = k;
+    w->entries++;
+    index_tree(w, k);
+  }
+  if (n->wd < 0)
+    return;
+  int wd = n->wd;
+  n->wd = -1;
+  if (by_wd(w, wd)) { /* the same directory twice: a bind mount inside */
+    fail(w, &w->broken, "a directory is in the workspace twice (a bind mount inside it)");
+    return;
+  }
+  if (!grow(&w->wds, &w->wds_cap, w->nwds + 1, true)) {
+    fail(w, &w->broken, "out of memory");
+    return;
+  }
+  n->wd = wd;
+  size_t h = wd_hash(wd) & (w->wds_cap - 1);
+  n->wnext = w->wds[h];
+  w->wds[h] = n;
+  w->nwds++;
 }
 
 static void build(struct watcher *w) {
@@ -407,9 +536,31 @@ static void build(struct watcher *w) {
     fail(w, &w->broken, why);
     return;
   }
-  scan_node(w, w->top);
+  int fd = openat(w->rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
+  struct builder b = {.w = w};
+  pthread_mutex_init(&b.lock, NULL);
+  if (fd >= 0)
+    scan_dir(w, w->top, fd, &b);
   if (!failed(w) && w->top->wd < 0)
     fail(w, &w->broken, "the workspace root cannot be watched");
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  int nthreads = cpus < 1 ? 1 : cpus > BUILD_THREADS ? BUILD_THREADS : (int)cpus;
+  if ((size_t)nthreads > b.ndirs)
+    nthreads = b.ndirs ? (int)b.ndirs : 0;
+  pthread_t th[BUILD_THREADS];
+  int started = 0;
+  while (!failed(w) && started < nthreads && pthread_create(&th[started], NULL, build_worker, &b) == 0)
+    started++;
+  if (!failed(w) && !started && b.ndirs) /* no thread: this one, with /proc paths */
+    build_worker_run(&b);
+  for (int i = 0; i < started; i++)
+    pthread_join(th[i], NULL);
+  for (size_t i = 0; i < b.ndirs && !failed(w); i++)
+    index_tree(w, b.dirs[i]);
+  if (atomic_load(&b.failed))
+    fail(w, b.which, b.why);
+  free(b.dirs);
+  pthread_mutex_destroy(&b.lock);
 }
 
 /* ------------------------------------------------------------ runs */
@@ -579,6 +730,16 @@ static void run_fall_back(struct watch_run *r, struct watcher *w, const char *wh
 }
 
 static void fail(struct watcher *w, char **which, const char *why) {
+  if (building) {
+    pthread_mutex_lock(&building->lock);
+    if (!atomic_load(&building->failed)) {
+      building->which = which;
+      snprintf(building->why, sizeof building->why, "%s", why);
+      atomic_store(&building->failed, true);
+    }
+    pthread_mutex_unlock(&building->lock);
+    return;
+  }
   if (failed(w))
     return;
   for (struct watch_run *r = w->runs; r; r = r->next) {
@@ -735,12 +896,13 @@ struct watcher *watcher_open(const char *root) {
 void watcher_free(struct watcher *w) {
   if (!w)
     return;
+  if (w->ifd >= 0) /* every watch goes with it: none is removed one by one */
+    close(w->ifd);
+  w->ifd = -1;
   drop_index(w);
   free(w->top);
   free(w->names);
   free(w->wds);
-  if (w->ifd >= 0)
-    close(w->ifd);
   if (w->rootfd >= 0)
     close(w->rootfd);
   free(w->root);
