@@ -65,12 +65,15 @@ for s in servers.values():
     s.call("true")
 rss100k = servers["100k"].rss_kib()
 
-t = {k: [] for k in ["empty", "20k", "100k", "500k", "touch_on", "touch_off", "git",
+t = {k: [] for k in ["empty", "20k", "100k", "500k", "20k_off", "100k_off", "touch_on",
+                     "touch_off", "git",
                      "run_changes", "run_plain"]}
 reported = None
 for _ in range(rounds):
     for k, s in servers.items():
         t[k].append(s.call("true")[0])
+    t["20k_off"].append(servers["20k"].call("true", False)[0])
+    t["100k_off"].append(servers["100k"].call("true", False)[0])
     ms, sc = servers["20k"].call(TOUCH, True)
     t["touch_on"].append(ms)
     reported = changes_of(sc)
