@@ -431,8 +431,8 @@ static bool modified(const corral_snapshot *after, const struct entry *a, const 
   return !ok || memcmp(now, a->hash, sizeof now) != 0;
 }
 
-static int push_change(corral_outcome *out, size_t *cap, const struct entry *e,
-                       corral_change_kind kind) {
+int change_push(corral_outcome *out, size_t *cap, const char *path, corral_change_kind kind,
+                bool aggregated, long count) {
   if (out->nchanges == *cap) {
     size_t ncap = *cap ? *cap * 2 : 16;
     corral_change *g = realloc(out->changes, ncap * sizeof *g);
@@ -442,14 +442,27 @@ static int push_change(corral_outcome *out, size_t *cap, const struct entry *e,
     *cap = ncap;
   }
   corral_change *c = &out->changes[out->nchanges];
-  c->path = strdup(e->path);
-  if (!c->path)
+  if (!(c->path = strdup(path)))
     return -ENOMEM;
   c->kind = kind;
-  c->aggregated = e->aggregated;
-  c->count = e->aggregated ? e->count : 0;
+  c->aggregated = aggregated;
+  c->count = aggregated ? count : 0;
   out->nchanges++;
   return 0;
+}
+
+static int push_change(corral_outcome *out, size_t *cap, const struct entry *e,
+                       corral_change_kind kind) {
+  return change_push(out, cap, e->path, kind, e->aggregated, e->count);
+}
+
+void changes_clear(corral_outcome *out) {
+  for (size_t i = 0; i < out->nchanges; i++)
+    free(out->changes[i].path);
+  free(out->changes);
+  out->changes = NULL;
+  out->nchanges = 0;
+  out->changes_present = false;
 }
 
 void snapshot_conclude(corral_snapshot *before, const char *root, corral_outcome *out) {
@@ -470,14 +483,9 @@ void snapshot_conclude(corral_snapshot *before, const char *root, corral_outcome
 
 int corral_snapshot_diff(const corral_snapshot *a, const corral_snapshot *b, corral_outcome *out,
                          corral_error *err) {
-  for (size_t i = 0; i < out->nchanges; i++)
-    free(out->changes[i].path);
-  free(out->changes);
-  out->changes = NULL;
-  out->nchanges = 0;
+  changes_clear(out);
   free(out->changes_skipped);
   out->changes_skipped = NULL;
-  out->changes_present = false;
   if (a->incomplete || b->incomplete) {
     out->changes_skipped = strdup(a->incomplete ? a->why : b->why);
     return 0; /* invariant 4: no report rather than a wrong one */

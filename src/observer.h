@@ -46,5 +46,10 @@ long observe_count_children(int dirfd_);
 /* Opens `path` below dirfd_ with `flags` (O_RDONLY, O_DIRECTORY ...),
  * following no symlink in any component and never leaving dirfd_. */
 int open_beneath(int dirfd_, const char *path, int flags);
+/* Appends a change to out->changes (capacity *cap); 0 or -ENOMEM. */
+int change_push(corral_outcome *out, size_t *cap, const char *path, corral_change_kind kind,
+                bool aggregated, long count);
+/* Empties out->changes: no report. */
+void changes_clear(corral_outcome *out);
 
 #endif

@@ -68,7 +68,9 @@
 #define NAME_EVENTS (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO)
 
 static size_t max_entries = WATCH_MAX_ENTRIES;
-void watcher_limit_for_tests(size_t entries) { max_entries = entries ? entries : WATCH_MAX_ENTRIES; }
+void watcher_limit_for_tests(size_t entries) {
+  max_entries = entries ? entries : WATCH_MAX_ENTRIES;
+}
 
 enum { T_NONE, T_FILE, T_DIR, T_GEN }; /* T_FILE: anything but a directory */
 
@@ -549,7 +551,8 @@ static void build(struct watcher *w) {
     nthreads = b.ndirs ? (int)b.ndirs : 0;
   pthread_t th[BUILD_THREADS];
   int started = 0;
-  while (!failed(w) && started < nthreads && pthread_create(&th[started], NULL, build_worker, &b) == 0)
+  while (!failed(w) && started < nthreads &&
+         pthread_create(&th[started], NULL, build_worker, &b) == 0)
     started++;
   if (!failed(w) && !started && b.ndirs) /* no thread: this one, with /proc paths */
     build_worker_run(&b);
@@ -933,26 +936,6 @@ static void retry(struct watcher *w) {
 
 /* ------------------------------------------------------------ reports */
 
-static int push(corral_outcome *out, size_t *cap, const char *path, corral_change_kind kind,
-                bool aggregated, long count) {
-  if (out->nchanges == *cap) {
-    size_t ncap = *cap ? *cap * 2 : 16;
-    corral_change *g = realloc(out->changes, ncap * sizeof *g);
-    if (!g)
-      return -ENOMEM;
-    out->changes = g;
-    *cap = ncap;
-  }
-  corral_change *c = &out->changes[out->nchanges];
-  if (!(c->path = strdup(path)))
-    return -ENOMEM;
-  c->kind = kind;
-  c->aggregated = aggregated;
-  c->count = aggregated ? count : 0;
-  out->nchanges++;
-  return 0;
-}
-
 static bool at_or_after(struct timespec t, struct timespec start) {
   return t.tv_sec > start.tv_sec || (t.tv_sec == start.tv_sec && t.tv_nsec >= start.tv_nsec);
 }
@@ -1018,11 +1001,13 @@ static int report_events(struct watcher *w, struct watch_run *r, corral_outcome 
       if (now == T_NONE && t->before == T_NONE)
         continue;
       if (t->before == T_NONE)
-        rc = push(out, cap, t->path, CORRAL_CHANGE_CREATED, gen, gen ? gen_count(w, t->path) : 0);
+        rc = change_push(out, cap, t->path, CORRAL_CHANGE_CREATED, gen,
+                         gen ? gen_count(w, t->path) : 0);
       else if (now == T_NONE)
-        rc = push(out, cap, t->path, CORRAL_CHANGE_DELETED, gen, t->count);
+        rc = change_push(out, cap, t->path, CORRAL_CHANGE_DELETED, gen, t->count);
       else if (now != t->before)
-        rc = push(out, cap, t->path, CORRAL_CHANGE_MODIFIED, gen, gen ? gen_count(w, t->path) : 0);
+        rc = change_push(out, cap, t->path, CORRAL_CHANGE_MODIFIED, gen,
+                         gen ? gen_count(w, t->path) : 0);
       else if (now != T_DIR) {
         char path[4096];
         snprintf(path, sizeof path, "%s", t->path);
@@ -1032,8 +1017,8 @@ static int report_events(struct watcher *w, struct watch_run *r, corral_outcome 
         if (t->renamed || t->content ||
             (stat_beneath(w->rootfd, path, &st) &&
              changed(r, t, st.st_ino, gen ? st.st_mtim : st.st_ctim)))
-          rc = push(out, cap, t->path, CORRAL_CHANGE_MODIFIED, gen,
-                    gen ? gen_count(w, t->path) : 0);
+          rc = change_push(out, cap, t->path, CORRAL_CHANGE_MODIFIED, gen,
+                           gen ? gen_count(w, t->path) : 0);
       }
     }
   return rc;
@@ -1059,17 +1044,17 @@ static int report_scan(struct watcher *w, struct watch_run *r, corral_outcome *o
     if (t)
       t->seen = true;
     if (!t || t->before == T_NONE)
-      rc = push(out, cap, e->path, CORRAL_CHANGE_CREATED, e->aggregated, e->count);
+      rc = change_push(out, cap, e->path, CORRAL_CHANGE_CREATED, e->aggregated, e->count);
     else if (now != t->before)
-      rc = push(out, cap, e->path, CORRAL_CHANGE_MODIFIED, e->aggregated, e->count);
+      rc = change_push(out, cap, e->path, CORRAL_CHANGE_MODIFIED, e->aggregated, e->count);
     else if (now != T_DIR && (t->renamed || t->content ||
                               changed(r, t, e->ino, now == T_GEN ? e->mtime : e->ctime)))
-      rc = push(out, cap, e->path, CORRAL_CHANGE_MODIFIED, e->aggregated, e->count);
+      rc = change_push(out, cap, e->path, CORRAL_CHANGE_MODIFIED, e->aggregated, e->count);
   }
   for (size_t i = 0; rc == 0 && i < r->cap; i++)
     for (struct touch *t = r->b[i]; rc == 0 && t; t = t->next)
       if (!t->seen && t->before != T_NONE)
-        rc = push(out, cap, t->path, CORRAL_CHANGE_DELETED, t->before == T_GEN, t->count);
+        rc = change_push(out, cap, t->path, CORRAL_CHANGE_DELETED, t->before == T_GEN, t->count);
   corral_snapshot_free(after);
   if (rc < 0)
     return error_set(err, rc, -rc, "out of memory");
@@ -1080,22 +1065,13 @@ static int by_change_path(const void *a, const void *b) {
   return strcmp(((const corral_change *)a)->path, ((const corral_change *)b)->path);
 }
 
-static void clear_changes(corral_outcome *out) {
-  for (size_t i = 0; i < out->nchanges; i++)
-    free(out->changes[i].path);
-  free(out->changes);
-  out->changes = NULL;
-  out->nchanges = 0;
-  out->changes_present = false;
-}
-
 static void set_reason(char **field, const char *why) {
   free(*field);
   *field = why ? strdup(why) : NULL;
 }
 
 static void run_report(struct watcher *w, struct watch_run *r, corral_outcome *out) {
-  clear_changes(out);
+  changes_clear(out);
   set_reason(&out->changes_skipped, NULL);
   set_reason(&out->changes_scanned, r->scanned);
   if (r->skipped) {
@@ -1109,12 +1085,12 @@ static void run_report(struct watcher *w, struct watch_run *r, corral_outcome *o
     char why[96];
     snprintf(why, sizeof why, "the command changed more than %d paths",
              CORRAL_OBSERVE_MAX_FILES);
-    clear_changes(out);
+    changes_clear(out);
     set_reason(&out->changes_skipped, why);
     return;
   }
   if (rc < 0) {
-    clear_changes(out);
+    changes_clear(out);
     set_reason(&out->changes_skipped, err.message[0] ? err.message : "out of memory");
     return;
   }
@@ -1194,7 +1170,7 @@ void observe_end(struct observation *o, corral_outcome *out) {
     snapshot_conclude(o->before, o->root, out);
     set_reason(&out->changes_scanned, o->scanned);
   } else {
-    clear_changes(out);
+    changes_clear(out);
     set_reason(&out->changes_skipped, o->skipped ? o->skipped : "out of memory");
   }
   watcher_free(o->own);
