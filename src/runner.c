@@ -165,6 +165,7 @@ struct loop {
   const char *stdin_data;
   size_t stdin_left;
   struct report_buf report;
+  struct watcher *watch; /* the change report's, applied as the command runs */
 };
 
 static void write_stdin(struct loop *l) {
@@ -241,8 +242,8 @@ static int supervise(const corral_run_options *o, launch_plan *plan, struct loop
      * that the tree is gone (its own exit is then not waited for). */
     if (!out_open && !err_open && (f->init_reaped || report_buf_exited(&l->report)))
       break;
-    struct pollfd p[6];
-    int n = 0, i_out = -1, i_err = -1, i_in = -1, i_rep = -1, i_pid = -1, i_can = -1;
+    struct pollfd p[7];
+    int n = 0, i_out = -1, i_err = -1, i_in = -1, i_rep = -1, i_pid = -1, i_can = -1, i_w = -1;
     if (out_open)
       p[i_out = n++] = (struct pollfd){.fd = l->out.fd, .events = POLLIN};
     if (err_open)
@@ -255,6 +256,10 @@ static int supervise(const corral_run_options *o, launch_plan *plan, struct loop
       p[i_pid = n++] = (struct pollfd){.fd = child.pidfd, .events = POLLIN};
     if (cfd >= 0 && !ending)
       p[i_can = n++] = (struct pollfd){.fd = cfd, .events = POLLIN};
+    /* Events applied while they come, not all at the end: a directory the
+     * command makes is watched within moments, not after it is gone. */
+    if (l->watch && watcher_fd(l->watch) >= 0)
+      p[i_w = n++] = (struct pollfd){.fd = watcher_fd(l->watch), .events = POLLIN};
 
     int64_t now = mono_ms(), wake = -1;
     if (!ending && deadline >= 0)
@@ -280,6 +285,8 @@ static int supervise(const corral_run_options *o, launch_plan *plan, struct loop
       write_stdin(l);
     if (i_rep >= 0 && p[i_rep].revents)
       report_buf_read(&l->report, child.report_fd);
+    if (i_w >= 0 && p[i_w].revents)
+      watcher_process(l->watch);
     if (i_can >= 0 && p[i_can].revents && !ending) {
       f->cancelled = true;
       ending = true;
@@ -374,7 +381,8 @@ int corral_run(const corral_run_options *o, corral_result *res, corral_error *er
   struct observation *seen =
       (o->flags & CORRAL_RUN_CHANGES) ? observe_begin(NULL, req->workspace_roots[0]) : NULL;
 
-  struct loop l = {.out.fd = -1, .out.pass = -1, .errc.fd = -1, .errc.pass = -1, .stdin_w = -1};
+  struct loop l = {.out.fd = -1, .out.pass = -1, .errc.fd = -1, .errc.pass = -1, .stdin_w = -1,
+                   .watch = observe_watcher(seen)};
   corral_error lerr = {0};
   r = report_buf_init(&l.report) == 0 ? supervise(o, &plan, &l, &f, &lerr) : -ENOMEM;
   if (o->flags & CORRAL_RUN_CHANGES)

@@ -59,13 +59,28 @@
 /* Paths one run may touch; its report lists at most
  * CORRAL_OBSERVE_MAX_FILES changes. */
 #define RUN_TOUCH_MAX (4 * CORRAL_OBSERVE_MAX_FILES)
+#define RUN_TOUCH_BYTES (16 << 20) /* and in bytes of their paths */
+#define WATCH_MAX_BYTES (64 << 20) /* of the index's nodes and names */
+/* Longest path indexed, so that every buffer here holds it and a "/". */
+#define PATH_LIMIT 4000
+/* Names the scans of new directories may add while the queue is never
+ * empty: a command renaming a big directory back and forth makes each
+ * rename a rescan of it, and past this the events are given up. */
+#define RESCAN_BUDGET (4 * RUN_TOUCH_MAX)
+/* Events applied per watcher_process: the caller's loop gets its turn. */
+#define DRAIN_EVENTS 4096
 #define RETRY_MS (5 * 60 * 1000)
 
 #define DIR_MASK                                                                             \
   (IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_CREATE | IN_DELETE | IN_MOVED_FROM |         \
    IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_EXCL_UNLINK)
-#define GEN_MASK (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_ONLYDIR | IN_EXCL_UNLINK)
+/* Writes in a generated tree are watched only for hard links through it. */
+#define GEN_MASK                                                                             \
+  (IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_CREATE | IN_DELETE | IN_MOVED_FROM |         \
+   IN_MOVED_TO | IN_ONLYDIR | IN_EXCL_UNLINK)
 #define NAME_EVENTS (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO)
+#define WRITE_EVENTS (IN_MODIFY | IN_CLOSE_WRITE | IN_ATTRIB)
+enum { TOUCH_RENAMED = 1, TOUCH_WRITTEN = 2 };
 
 static size_t max_entries = WATCH_MAX_ENTRIES;
 void watcher_limit_for_tests(size_t entries) {
@@ -80,6 +95,7 @@ struct node {
   int wd;                                   /* directories: -1 until watched */
   int count;                                /* T_GEN: direct children (-1 above the bound) */
   unsigned char type, depth;
+  unsigned short plen;                      /* of its path, at most PATH_LIMIT */
   ino_t ino;                                /* 0: not known */
   char name[];
 };
@@ -88,6 +104,7 @@ struct touch {
   struct touch *next;
   unsigned char before; /* T_*: what the index had when first touched */
   bool renamed;         /* a name event on this very path: its file may be another */
+  bool written;         /* written to (or chmod-ed) through this path */
   bool content;         /* T_GEN: names changed inside */
   bool seen;            /* a fallback comparison found it */
   int count;            /* T_GEN before */
@@ -99,7 +116,10 @@ struct watch_run {
   struct watch_run *next;
   struct timespec start;
   struct touch **b;
-  size_t cap, n;
+  size_t cap, n, bytes;
+  ino_t *aliased;       /* files with another name that were written through one */
+  size_t naliased, aliased_cap;
+  bool uncertain;       /* a name written through is gone: every file is compared */
   char *skipped;        /* no report: why */
   char *scanned;        /* fallback: the events were incomplete, why */
 };
@@ -109,7 +129,8 @@ struct watcher {
   int rootfd, ifd;
   struct node *top;
   struct node **names, **wds; /* chained hash tables */
-  size_t names_cap, wds_cap, entries, nwds;
+  size_t names_cap, wds_cap, entries, nwds, bytes;
+  size_t rescanned; /* names scans of new directories added since the queue was empty */
   struct watch_run *runs;
   char *broken;  /* events cannot be complete: runs fall back to scans */
   char *too_big; /* no report at all */
@@ -130,7 +151,7 @@ struct builder {
   struct watcher *w;
   struct node **dirs; /* the root's directories, handed out in turn */
   size_t ndirs, cap;
-  atomic_size_t next, entries;
+  atomic_size_t next, entries, bytes;
   atomic_bool failed;
   pthread_mutex_t lock; /* for why */
   char **which;
@@ -230,18 +251,44 @@ static void fail(struct watcher *w, char **which, const char *why);
 static void close_open_node(struct watcher *w);
 static void touch_new(struct watcher *w, struct node *n);
 static void touch_name(struct watcher *w, struct node *d, const char *name, const struct node *n,
-                       bool renamed);
+                       unsigned how);
+
+/* The length of name's path in `parent`; 0, the watcher given up, when
+ * it is longer than PATH_LIMIT (said, never skipped in silence). */
+static size_t path_len(struct watcher *w, const struct node *parent, const char *name) {
+  size_t len = parent->plen + (parent->parent ? 1 : 0) + strlen(name);
+  if (len <= PATH_LIMIT)
+    return len;
+  char why[96];
+  snprintf(why, sizeof why, "the workspace has paths longer than %d bytes", PATH_LIMIT);
+  fail(w, &w->too_big, why);
+  return 0;
+}
+
+/* The bounds on the index: names, and their bytes. */
+static bool index_full(struct watcher *w, size_t entries, size_t bytes) {
+  char why[96];
+  if (entries >= max_entries)
+    snprintf(why, sizeof why, "the workspace has more than %zu files", max_entries);
+  else if (bytes >= WATCH_MAX_BYTES)
+    snprintf(why, sizeof why, "the workspace's names take more than %d MiB",
+             WATCH_MAX_BYTES >> 20);
+  else
+    return false;
+  fail(w, &w->too_big, why);
+  return true;
+}
 
 static struct node *node_add(struct watcher *w, struct node *parent, const char *name,
                              unsigned char type, ino_t ino) {
+  size_t plen = path_len(w, parent, name), size = sizeof(struct node) + strlen(name) + 1;
+  if (!plen)
+    return NULL;
   if (building) {
-    if (w->entries + atomic_fetch_add(&building->entries, 1) >= max_entries) {
-      char why[96];
-      snprintf(why, sizeof why, "the workspace has more than %zu files", max_entries);
-      fail(w, &w->too_big, why);
+    if (index_full(w, w->entries + atomic_fetch_add(&building->entries, 1),
+                   w->bytes + atomic_fetch_add(&building->bytes, size)))
       return NULL;
-    }
-    struct node *n = calloc(1, sizeof *n + strlen(name) + 1);
+    struct node *n = calloc(1, size);
     if (!n) {
       fail(w, &w->broken, "out of memory");
       return NULL;
@@ -249,6 +296,7 @@ static struct node *node_add(struct watcher *w, struct node *parent, const char 
     strcpy(n->name, name);
     n->type = type;
     n->ino = ino;
+    n->plen = (unsigned short)plen;
     n->wd = -1;
     n->parent = parent;
     n->depth = (unsigned char)(parent->depth + 1);
@@ -258,21 +306,16 @@ static struct node *node_add(struct watcher *w, struct node *parent, const char 
     parent->kids = n;
     return n;
   }
-  if (w->entries >= max_entries) {
-    char why[96];
-    snprintf(why, sizeof why, "the workspace has more than %zu files", max_entries);
-    fail(w, &w->too_big, why);
+  if (index_full(w, w->entries, w->bytes + size) ||
+      !grow(&w->names, &w->names_cap, w->entries + 1, false))
     return NULL;
-  }
-  if (!grow(&w->names, &w->names_cap, w->entries + 1, false))
-    return NULL;
-  size_t len = strlen(name);
-  struct node *n = calloc(1, sizeof *n + len + 1);
+  struct node *n = calloc(1, size);
   if (!n)
     return NULL;
-  memcpy(n->name, name, len + 1);
+  strcpy(n->name, name);
   n->type = type;
   n->ino = ino;
+  n->plen = (unsigned short)plen;
   n->wd = -1;
   n->parent = parent;
   n->depth = (unsigned char)(parent->depth + 1);
@@ -284,6 +327,8 @@ static struct node *node_add(struct watcher *w, struct node *parent, const char 
   n->hnext = w->names[k];
   w->names[k] = n;
   w->entries++;
+  w->bytes += size;
+  w->rescanned++;
   touch_new(w, n);
   return n;
 }
@@ -315,6 +360,7 @@ static void node_drop(struct watcher *w, struct node *n) {
   if (p && *p) {
     *p = n->hnext;
     w->entries--;
+    w->bytes -= sizeof *n + strlen(n->name) + 1;
   }
   free(n);
 }
@@ -355,14 +401,12 @@ static bool watch_dir(struct watcher *w, struct node *n, int fd) {
     bool above = false;
     for (const struct node *x = n->parent; x && !above; x = x->parent)
       above = x == other;
-    if (above) { /* inside itself: a bind mount of the workspace into it */
-      fail(w, &w->broken, "a directory is in the workspace twice (a bind mount inside it)");
+    if (above) /* inside itself: the scan ran ahead of a move (or a bind mount) */
       return false;
-    }
     /* The same directory at another place in the index: moved, and this
      * scan ran ahead of the queued events that say so.  Its old place is
      * gone (touched as a moved name), and the watch is this node's now. */
-    touch_name(w, other->parent, other->name, other, true);
+    touch_name(w, other->parent, other->name, other, TOUCH_RENAMED);
     unmap_wd(w, other);
     node_drop(w, other);
   }
@@ -506,16 +550,15 @@ static void index_tree(struct watcher *w, struct node *n) {
     k->hnext = w->names[h];
     w->names[h] = k;
     w->entries++;
+    w->bytes += sizeof *k + strlen(k->name) + 1;
     index_tree(w, k);
   }
   if (n->wd < 0)
     return;
   int wd = n->wd;
   n->wd = -1;
-  if (by_wd(w, wd)) { /* the same directory twice: a bind mount inside */
-    fail(w, &w->broken, "a directory is in the workspace twice (a bind mount inside it)");
+  if (by_wd(w, wd)) /* the same directory twice (a move while scanning): the events fix it */
     return;
-  }
   if (!grow(&w->wds, &w->wds_cap, w->nwds + 1, true)) {
     fail(w, &w->broken, "out of memory");
     return;
@@ -564,6 +607,7 @@ static void build(struct watcher *w) {
     fail(w, b.which, b.why);
   free(b.dirs);
   pthread_mutex_destroy(&b.lock);
+  w->rescanned = 0; /* a build is not a rescan */
 }
 
 /* ------------------------------------------------------------ runs */
@@ -596,6 +640,9 @@ static void run_give_up(struct watch_run *r, const char *why) {
   free(r->b);
   r->b = NULL;
   r->cap = r->n = 0;
+  free(r->aliased);
+  r->aliased = NULL;
+  r->naliased = r->aliased_cap = 0;
 }
 
 /* Records `before` for key unless it was touched already; the entry, or
@@ -607,9 +654,11 @@ static struct touch *touch_key(struct watch_run *r, const char *key, unsigned ch
   struct touch *t = find_touch(r, key);
   if (t)
     return t;
-  if (r->n >= RUN_TOUCH_MAX) {
+  size_t len = strlen(key);
+  if (r->n >= RUN_TOUCH_MAX || r->bytes + len > RUN_TOUCH_BYTES) {
     char why[96];
-    snprintf(why, sizeof why, "the workspace changed in more than %d paths", RUN_TOUCH_MAX);
+    snprintf(why, sizeof why, "the workspace changed in more than %d paths (or %d MiB of them)",
+             RUN_TOUCH_MAX, RUN_TOUCH_BYTES >> 20);
     run_give_up(r, why);
     return NULL;
   }
@@ -631,7 +680,6 @@ static struct touch *touch_key(struct watch_run *r, const char *key, unsigned ch
     r->b = g;
     r->cap = ncap;
   }
-  size_t len = strlen(key);
   if (!(t = calloc(1, sizeof *t + len + 1))) {
     run_give_up(r, "out of memory");
     return NULL;
@@ -644,6 +692,7 @@ static struct touch *touch_key(struct watch_run *r, const char *key, unsigned ch
   t->next = r->b[k];
   r->b[k] = t;
   r->n++;
+  r->bytes += sizeof *t + len + 1;
   return t;
 }
 
@@ -651,20 +700,25 @@ static struct touch *touch_key(struct watch_run *r, const char *key, unsigned ch
  * A generated name is two keys, "name/" for the tree and "name" for
  * anything else, so that either turning into the other shows; the first
  * is returned. */
+static void mark(struct touch *t, unsigned how) {
+  if (t && (how & TOUCH_RENAMED))
+    t->renamed = true;
+  if (t && (how & TOUCH_WRITTEN))
+    t->written = true;
+}
+
 static struct touch *touch_at(struct watch_run *r, char *buf, size_t len, const char *name,
-                              const struct node *n, bool renamed) {
+                              const struct node *n, unsigned how) {
   struct touch *t = NULL, *u;
   if (observe_generated(name) && len + 2 <= 4096) {
     buf[len] = '/', buf[len + 1] = '\0';
     t = touch_key(r, buf, n && n->type == T_GEN ? T_GEN : T_NONE, n ? n->count : 0,
                   n ? n->ino : 0);
     buf[len] = '\0';
-    if (t && renamed)
-      t->renamed = true;
+    mark(t, how);
   }
   u = touch_key(r, buf, n && n->type != T_GEN ? n->type : T_NONE, 0, n ? n->ino : 0);
-  if (u && renamed)
-    u->renamed = true;
+  mark(u, how);
   return t ? t : u;
 }
 
@@ -678,7 +732,7 @@ static void touch_below(struct watch_run *r, const struct node *n, char *buf, si
     if (len)
       buf[at++] = '/';
     memcpy(buf + at, k->name, l + 1);
-    touch_at(r, buf, at + l, k->name, k, false);
+    touch_at(r, buf, at + l, k->name, k, 0);
     if (k->type == T_DIR)
       touch_below(r, k, buf, at + l);
     buf[len] = '\0';
@@ -693,13 +747,13 @@ static void touch_new(struct watcher *w, struct node *n) {
     return;
   for (struct watch_run *r = w->runs; r; r = r->next)
     if (!r->scanned)
-      touch_at(r, buf, strlen(buf), n->name, NULL, false);
+      touch_at(r, buf, strlen(buf), n->name, NULL, 0);
 }
 
 /* Touches the name `name` in directory d (`n` is what the index has for
  * it); after a name event, also what was below it. */
 static void touch_name(struct watcher *w, struct node *d, const char *name, const struct node *n,
-                       bool renamed) {
+                       unsigned how) {
   char buf[4096];
   if (!node_path(d, buf, sizeof buf))
     return;
@@ -713,8 +767,8 @@ static void touch_name(struct watcher *w, struct node *d, const char *name, cons
   for (struct watch_run *r = w->runs; r; r = r->next) {
     if (r->scanned)
       continue;
-    touch_at(r, buf, len, name, n, renamed);
-    if (renamed && n && n->type == T_DIR)
+    touch_at(r, buf, len, name, n, how);
+    if ((how & TOUCH_RENAMED) && n && n->type == T_DIR)
       touch_below(r, n, buf, len);
   }
 }
@@ -760,7 +814,8 @@ static void fail(struct watcher *w, char **which, const char *why) {
 
 /* The inode of `name` in the directory node d, 0 when it is gone: what
  * tells a file from another of the same name later. */
-static ino_t ino_in(struct watcher *w, const struct node *d, const char *name) {
+static ino_t ino_in(struct watcher *w, const struct node *d, const char *name, nlink_t *links) {
+  *links = 1;
   if (w->open_node != d) {
     close_open_node(w);
     char path[4096];
@@ -773,7 +828,37 @@ static ino_t ino_in(struct watcher *w, const struct node *d, const char *name) {
     w->open_node = d;
   }
   struct stat st;
-  return fstatat(w->open_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 ? st.st_ino : 0;
+  if (fstatat(w->open_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+    return 0;
+  *links = S_ISDIR(st.st_mode) ? 1 : st.st_nlink;
+  return st.st_ino;
+}
+
+/* A file with more names than the one written through: its other names in
+ * the index are compared at the end (a hard link is one file). */
+static void alias(struct watch_run *r, ino_t ino) {
+  if (r->skipped || r->scanned)
+    return;
+  for (size_t i = 0; i < r->naliased; i++)
+    if (r->aliased[i] == ino)
+      return;
+  if (r->naliased == r->aliased_cap) {
+    size_t cap = r->aliased_cap ? r->aliased_cap * 2 : 16;
+    ino_t *g = cap <= RUN_TOUCH_MAX ? realloc(r->aliased, cap * sizeof *g) : NULL;
+    if (!g) {
+      run_give_up(r, "the command wrote through too many hard links");
+      return;
+    }
+    r->aliased = g;
+    r->aliased_cap = cap;
+  }
+  r->aliased[r->naliased++] = ino;
+}
+
+static void alias_all(struct watcher *w, ino_t ino, nlink_t links) {
+  if (links > 1 && ino)
+    for (struct watch_run *r = w->runs; r; r = r->next)
+      alias(r, ino);
 }
 
 static void on_event(struct watcher *w, const struct inotify_event *ev) {
@@ -802,9 +887,18 @@ static void on_event(struct watcher *w, const struct inotify_event *ev) {
     return;
   if (d->type == T_GEN) {
     char buf[4096];
-    if (node_path(d, buf, sizeof buf - 2))
+    nlink_t links;
+    if ((ev->mask & WRITE_EVENTS) && !(ev->mask & IN_ISDIR) && w->runs) {
+      /* Written through a name in a tree not indexed: a hard link to a
+       * file that is?  Gone already, it cannot be told. */
+      ino_t ino = ino_in(w, d, name, &links);
+      alias_all(w, ino, links);
+      for (struct watch_run *r = w->runs; r && !ino; r = r->next)
+        r->uncertain = true;
+    }
+    if ((ev->mask & NAME_EVENTS) && node_path(d, buf, sizeof buf - 2))
       for (struct watch_run *r = w->runs; r; r = r->next) {
-        struct touch *t = r->scanned ? NULL : touch_at(r, buf, strlen(buf), d->name, d, false);
+        struct touch *t = r->scanned ? NULL : touch_at(r, buf, strlen(buf), d->name, d, 0);
         if (t)
           t->content = true;
       }
@@ -814,11 +908,19 @@ static void on_event(struct watcher *w, const struct inotify_event *ev) {
       d->count--;
     return;
   }
+  if (!path_len(w, d, name))
+    return;
   struct node *n = lookup(w, d, name);
   bool renamed = ev->mask & NAME_EVENTS;
-  touch_name(w, d, name, n, renamed);
-  if (!renamed)
+  touch_name(w, d, name, n,
+             (renamed ? TOUCH_RENAMED : 0) | (ev->mask & WRITE_EVENTS ? TOUCH_WRITTEN : 0));
+  if (!renamed) {
+    /* A directory that could not be read when it was seen (mode 0, then
+     * chmod): scanned now, its names new to the index. */
+    if (n && n->type != T_FILE && n->wd < 0 && (ev->mask & IN_ATTRIB))
+      scan_node(w, n);
     return;
+  }
   /* A moved directory is dropped and its new place scanned: the kernel
    * pairs the two halves, but nothing needs to (a moved-in directory is
    * new to the index either way). */
@@ -835,25 +937,34 @@ static void on_event(struct watcher *w, const struct inotify_event *ev) {
     return;
   }
   n = node_add(w, d, name, !dir ? T_FILE : observe_generated(name) ? T_GEN : T_DIR, 0);
+  nlink_t links;
   if (n && dir)
     scan_node(w, n);
-  else if (n)
-    n->ino = ino_in(w, d, name);
+  else if (n) {
+    n->ino = ino_in(w, d, name, &links);
+    alias_all(w, n->ino, links);
+  }
 }
 
-void watcher_process(struct watcher *w) {
+bool watcher_process(struct watcher *w) {
   if (w->ifd < 0)
-    return;
+    return false;
   char buf[16384] __attribute__((aligned(__alignof__(struct inotify_event))));
-  ssize_t got;
-  while ((got = read(w->ifd, buf, sizeof buf)) > 0) {
-    for (char *p = buf; p < buf + got;) {
+  ssize_t got = 0;
+  size_t applied = 0;
+  while (applied < DRAIN_EVENTS && (got = read(w->ifd, buf, sizeof buf)) > 0) {
+    for (char *p = buf; p < buf + got; applied++) {
       const struct inotify_event *ev = (const struct inotify_event *)p;
       if (!failed(w))
         on_event(w, ev);
       p += sizeof *ev + ev->len;
     }
+    if (!failed(w) && w->rescanned > RESCAN_BUDGET)
+      fail(w, &w->broken, "the workspace changes faster than its events can be followed");
   }
+  bool more = got > 0;
+  if (!more)
+    w->rescanned = 0; /* the queue was emptied */
   close_open_node(w);
   if (failed(w)) {
     drop_index(w);
@@ -866,6 +977,17 @@ void watcher_process(struct watcher *w) {
   }
   if (failed(w))
     drop_index(w); /* a failure in the scan above */
+  return more;
+}
+
+/* Applies every event queued, or gives the events up: a queue that is
+ * never empty (another process churning the workspace) is not waited on. */
+static void drain(struct watcher *w) {
+  for (int i = 0; watcher_process(w) && i < 128; i++)
+    if (i == 64 && !failed(w)) { /* dropping every watch stops the flow */
+      fail(w, &w->broken, "the workspace changes faster than its events can be followed");
+      drop_index(w);
+    }
 }
 
 /* ------------------------------------------------------------ watchers */
@@ -990,6 +1112,39 @@ static bool changed(const struct watch_run *r, const struct touch *t, ino_t ino,
   return (t->ino && ino != t->ino) || at_or_after(stamp, r->start);
 }
 
+static int by_ino(const void *a, const void *b) {
+  ino_t x = *(const ino_t *)a, y = *(const ino_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* The other names, in the index, of the files written through a name with
+ * more than one — or, when a name written through is gone and so cannot
+ * tell, every file — not touched by any event, compared here.  One pass
+ * over the index, for runs that need it only. */
+static int report_aliases(struct watcher *w, struct watch_run *r, const struct node *n, char *buf,
+                          size_t len, corral_outcome *out, size_t *cap) {
+  if (n == w->top)
+    qsort(r->aliased, r->naliased, sizeof *r->aliased, by_ino);
+  int rc = 0;
+  for (const struct node *k = n->kids; k && rc == 0; k = k->next) {
+    size_t at = len, l = strlen(k->name);
+    if (len)
+      buf[at++] = '/';
+    memcpy(buf + at, k->name, l + 1);
+    struct stat st;
+    if (k->type == T_DIR)
+      rc = report_aliases(w, r, k, buf, at + l, out, cap);
+    else if (k->type == T_FILE &&
+             (r->uncertain ||
+              (k->ino && bsearch(&k->ino, r->aliased, r->naliased, sizeof *r->aliased, by_ino))) &&
+             !find_touch(r, buf) && stat_beneath(w->rootfd, buf, &st) &&
+             (!k->ino || st.st_ino == k->ino) && at_or_after(st.st_ctim, r->start))
+      rc = change_push(out, cap, buf, CORRAL_CHANGE_MODIFIED, false, 0);
+    buf[len] = '\0';
+  }
+  return rc;
+}
+
 static int report_events(struct watcher *w, struct watch_run *r, corral_outcome *out,
                          size_t *cap) {
   int rc = 0;
@@ -998,6 +1153,8 @@ static int report_events(struct watcher *w, struct watch_run *r, corral_outcome 
       unsigned char now;
       now_at(w, t->path, &now);
       bool gen = now == T_GEN || t->before == T_GEN;
+      if (now == T_NONE && t->written)
+        r->uncertain = true; /* it may have been another name of a file still here */
       if (now == T_NONE && t->before == T_NONE)
         continue;
       if (t->before == T_NONE)
@@ -1014,13 +1171,17 @@ static int report_events(struct watcher *w, struct watch_run *r, corral_outcome 
         if (gen)
           path[strlen(path) - 1] = '\0';
         struct stat st;
+        bool there = stat_beneath(w->rootfd, path, &st);
+        if (there && !gen && st.st_nlink > 1)
+          alias(r, st.st_ino);
         if (t->renamed || t->content ||
-            (stat_beneath(w->rootfd, path, &st) &&
-             changed(r, t, st.st_ino, gen ? st.st_mtim : st.st_ctim)))
+            (there && changed(r, t, st.st_ino, gen ? st.st_mtim : st.st_ctim)))
           rc = change_push(out, cap, t->path, CORRAL_CHANGE_MODIFIED, gen,
                            gen ? gen_count(w, t->path) : 0);
       }
     }
+  if (rc == 0 && (r->naliased || r->uncertain))
+    rc = report_aliases(w, r, w->top, (char[4096]){0}, 0, out, cap);
   return rc;
 }
 
@@ -1130,7 +1291,7 @@ struct observation *observe_begin(struct watcher *w, const char *root) {
     o->skipped = strdup("out of memory");
     return o;
   }
-  watcher_process(w); /* what happened before the run is not the run's */
+  drain(w); /* what happened before the run is not the run's */
   retry(w);
   if (w->too_big) {
     o->skipped = strdup(w->too_big);
@@ -1151,6 +1312,10 @@ struct observation *observe_begin(struct watcher *w, const char *root) {
   return o;
 }
 
+struct watcher *observe_watcher(const struct observation *o) {
+  return o && o->run ? o->w : NULL;
+}
+
 void observe_end(struct observation *o, corral_outcome *out) {
   if (!o) {
     set_reason(&out->changes_skipped, "out of memory");
@@ -1158,7 +1323,7 @@ void observe_end(struct observation *o, corral_outcome *out) {
   }
   if (o->run) {
     struct watcher *w = o->w;
-    watcher_process(w);
+    drain(w);
     for (struct watch_run **p = &w->runs; *p; p = &(*p)->next)
       if (*p == o->run) {
         *p = o->run->next;

@@ -17,7 +17,7 @@ const char *watcher_root(const struct watcher *w);
  * wait; watcher_process applies them.  It stays the same for the
  * watcher's life. */
 int watcher_fd(const struct watcher *w);
-void watcher_process(struct watcher *w);
+bool watcher_process(struct watcher *w); /* true: events may still wait (call again) */
 /* The bound on indexed names (0: the default); for tests. */
 void watcher_limit_for_tests(size_t entries);
 /* Runs still observing through it. */
@@ -28,6 +28,10 @@ bool watcher_busy(const struct watcher *w);
  * through a watcher of its own.  Never fails: what could not be observed
  * is said at the end. */
 struct observation *observe_begin(struct watcher *w, const char *root);
+/* The watcher whose events the observation follows (NULL: none, it
+ * scans): a caller that waits for the command polls its descriptor and
+ * applies what comes with watcher_process. */
+struct watcher *observe_watcher(const struct observation *o);
 /* Fills out->changes (or changes_skipped, and changes_scanned when the
  * report came from scans); frees the observation. */
 void observe_end(struct observation *o, corral_outcome *out);

@@ -520,6 +520,113 @@ static void test_overflowed_queue_falls_back(void **state) {
   watcher_free(w);
 }
 
+/* A file changed through another name of it — a hard link made in a
+ * generated tree (never indexed), even one removed before the end — is
+ * reported under the name the workspace knows it by; so is a link left
+ * from an earlier run, and a plain second name.  The events are taken as
+ * the loops of corral run and corral mcp take them, as they come. */
+static void test_hard_links_are_one_file(void **state) {
+  (void)state;
+  if (mode != KEPT)
+    skip();
+  sh("mkdir src && echo hi > src/a && echo hi > src/main.c");
+  past_a_tick();
+  struct seen a = begin();
+  sh("mkdir -p t/.cache");
+  watcher_process(kept);
+  sh("ln src/a t/.cache/y && echo evil >> t/.cache/y && rm -r t");
+  corral_outcome o;
+  end(a, &o);
+  assert_string_equal(describe(&o), "M src/a");
+  corral_outcome_free(&o);
+  sh("mkdir node_modules && ln src/main.c node_modules/.x && ln src/main.c b");
+  past_a_tick();
+  a = begin();
+  sh("echo pwned >> node_modules/.x");
+  end(a, &o);
+  assert_string_equal(describe(&o), "M b\nM src/main.c"); /* b is a third name */
+  corral_outcome_free(&o);
+  past_a_tick();
+  a = begin();
+  sh("echo again >> b");
+  end(a, &o);
+  assert_string_equal(describe(&o), "M b\nM src/main.c");
+  corral_outcome_free(&o);
+}
+
+/* Paths longer than the index holds give no report, and say why: never a
+ * report that leaves them out in silence. */
+static void test_long_paths_are_said(void **state) {
+  (void)state;
+  if (mode == SNAPSHOTS)
+    skip();
+  struct seen a = begin();
+  sh("python3 -c 'import os\nfor i in range(17): os.mkdir(\"n\" * 250); os.chdir(\"n\" * 250)\n"
+     "open(\"payload\", \"w\").write(\"x\")'");
+  corral_outcome o;
+  end(a, &o);
+  assert_false(o.changes_present);
+  assert_non_null(o.changes_skipped);
+  assert_non_null(strstr(o.changes_skipped, "paths longer than"));
+  corral_outcome_free(&o);
+}
+
+/* A directory that could not be read when it was made is watched once it
+ * can be; a directory moved inside a new one of its own name leaves the
+ * events complete (no scan). */
+static void test_directories_seen_late(void **state) {
+  (void)state;
+  if (mode != KEPT)
+    skip();
+  sh("mkdir -p a");
+  past_a_tick();
+  struct seen b = begin();
+  sh("mkdir -m 0 d");
+  watcher_process(kept);
+  sh("chmod 755 d && echo secret > d/payload");
+  sh("mkdir a/n && mv a tmp && mkdir a && mv tmp a/n");
+  corral_outcome o;
+  end(b, &o);
+  assert_null(o.changes_scanned);
+  assert_string_equal(describe(&o), "C a/n\nC a/n/n\nC d\nC d/payload");
+  corral_outcome_free(&o);
+  b = begin();
+  sh("echo more >> d/payload");
+  end(b, &o);
+  assert_string_equal(describe(&o), "M d/payload");
+  corral_outcome_free(&o);
+}
+
+/* A command renaming a big directory back and forth makes each rename a
+ * rescan of it: past a budget the events are given up for a scan (said),
+ * and the report is still exact. */
+static void test_rename_storm_is_bounded(void **state) {
+  (void)state;
+  if (mode != EVENTS)
+    skip();
+  sh("mkdir src && cd src && seq 1 2000 | xargs touch");
+  past_a_tick();
+  corral_snapshot *before = snap();
+  struct seen a = begin();
+  sh("python3 -c 'import os\nfor i in range(200): os.rename(\"src\", \"src2\"); "
+     "os.rename(\"src2\", \"src\")\nopen(\"src/new\", \"w\")'");
+  corral_outcome o, want;
+  end(a, &o);
+  assert_non_null(o.changes_scanned);
+  assert_non_null(strstr(o.changes_scanned, "faster than"));
+  corral_error err = {0};
+  corral_outcome_init(&want);
+  corral_snapshot *after = snap();
+  assert_int_equal(corral_snapshot_diff(before, after, &want, &err), 0);
+  char *got = strdup(describe(&o));
+  assert_string_equal(got, describe(&want));
+  free(got);
+  corral_snapshot_free(before);
+  corral_snapshot_free(after);
+  corral_outcome_free(&o);
+  corral_outcome_free(&want);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_created_modified_deleted_sorted, setup, teardown),
@@ -535,6 +642,10 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_deep_tree_is_bounded, setup, teardown),
       cmocka_unit_test_setup_teardown(test_random_changes_match_snapshots, setup, teardown),
       cmocka_unit_test_setup_teardown(test_overflowed_queue_falls_back, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_hard_links_are_one_file, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_long_paths_are_said, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_directories_seen_late, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_rename_storm_is_bounded, setup, teardown),
   };
   static const char *const names[] = {"snapshots", "events", "kept watcher"};
   int failed = 0;
