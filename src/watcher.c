@@ -1123,7 +1123,7 @@ static int by_ino(const void *a, const void *b) {
  * over the index, for runs that need it only. */
 static int report_aliases(struct watcher *w, struct watch_run *r, const struct node *n, char *buf,
                           size_t len, corral_outcome *out, size_t *cap) {
-  if (n == w->top)
+  if (n == w->top && r->naliased)
     qsort(r->aliased, r->naliased, sizeof *r->aliased, by_ino);
   int rc = 0;
   for (const struct node *k = n->kids; k && rc == 0; k = k->next) {
@@ -1136,7 +1136,8 @@ static int report_aliases(struct watcher *w, struct watch_run *r, const struct n
       rc = report_aliases(w, r, k, buf, at + l, out, cap);
     else if (k->type == T_FILE &&
              (r->uncertain ||
-              (k->ino && bsearch(&k->ino, r->aliased, r->naliased, sizeof *r->aliased, by_ino))) &&
+              (k->ino && r->naliased &&
+               bsearch(&k->ino, r->aliased, r->naliased, sizeof *r->aliased, by_ino))) &&
              !find_touch(r, buf) && stat_beneath(w->rootfd, buf, &st) &&
              (!k->ino || st.st_ino == k->ino) && at_or_after(st.st_ctim, r->start))
       rc = change_push(out, cap, buf, CORRAL_CHANGE_MODIFIED, false, 0);
