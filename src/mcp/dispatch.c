@@ -158,8 +158,8 @@ static json_t *tools_list(void) {
       "description", "working directory, relative to the first workspace root", "tty", "type",
       "boolean", "description", "run in a pseudo-terminal (default false)", "changes", "type",
       "boolean", "description",
-      "report the files the command changed in the workspace (default true; false skips "
-      "the workspace scans, which cost time in large trees)",
+      "report the files the command changed in the workspace (default true; false makes "
+      "no report)",
       "yield_time_ms",
       "type", "integer", "minimum", 0, "maximum", 30000, "description",
       "how long to wait for output before returning (default 10000, clamped to 250..30000)",
