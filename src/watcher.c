@@ -73,11 +73,13 @@
 
 #define DIR_MASK                                                                             \
   (IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_CREATE | IN_DELETE | IN_MOVED_FROM |         \
-   IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_EXCL_UNLINK)
-/* Writes in a generated tree are watched only for hard links through it. */
+   IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
+/* Writes in a generated tree are watched only for hard links through it.
+ * Neither mask has IN_EXCL_UNLINK: a write through a name already removed
+ * (link, open, unlink, write) must still be heard. */
 #define GEN_MASK                                                                             \
   (IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_CREATE | IN_DELETE | IN_MOVED_FROM |         \
-   IN_MOVED_TO | IN_ONLYDIR | IN_EXCL_UNLINK)
+   IN_MOVED_TO | IN_ONLYDIR)
 #define NAME_EVENTS (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO)
 #define WRITE_EVENTS (IN_MODIFY | IN_CLOSE_WRITE | IN_ATTRIB)
 enum { TOUCH_RENAMED = 1, TOUCH_WRITTEN = 2 };
@@ -95,6 +97,7 @@ struct node {
   int wd;                                   /* directories: -1 until watched */
   int count;                                /* T_GEN: direct children (-1 above the bound) */
   unsigned char type, depth;
+  bool blind;                               /* a directory that could not be watched */
   unsigned short plen;                      /* of its path, at most PATH_LIMIT */
   ino_t ino;                                /* 0: not known */
   char name[];
@@ -130,7 +133,9 @@ struct watcher {
   struct node *top;
   struct node **names, **wds; /* chained hash tables */
   size_t names_cap, wds_cap, entries, nwds, bytes;
+  size_t blind; /* directories indexed but not watched: what is made in them is not heard */
   size_t rescanned; /* names scans of new directories added since the queue was empty */
+  bool runs_rescan; /* applying events: a build does not count against the budget */
   struct watch_run *runs;
   char *broken;  /* events cannot be complete: runs fall back to scans */
   char *too_big; /* no report at all */
@@ -328,8 +333,9 @@ static struct node *node_add(struct watcher *w, struct node *parent, const char 
   w->names[k] = n;
   w->entries++;
   w->bytes += size;
-  w->rescanned++;
   touch_new(w, n);
+  if (++w->rescanned > RESCAN_BUDGET && w->runs_rescan)
+    fail(w, &w->broken, "the workspace changes faster than its events can be followed");
   return n;
 }
 
@@ -339,6 +345,10 @@ static void node_drop(struct watcher *w, struct node *n) {
     node_drop(w, n->kids);
   if (n == w->open_node)
     close_open_node(w);
+  if (n->blind && n->parent) {
+    n->blind = false;
+    w->blind--;
+  }
   if (n->wd >= 0) {
     if (w->ifd >= 0)
       inotify_rm_watch(w->ifd, n->wd); /* EINVAL when the kernel dropped it: fine */
@@ -390,7 +400,16 @@ static bool watch_dir(struct watcher *w, struct node *n, int fd) {
       snprintf(why, sizeof why, "watching a directory: %s", strerror(errno));
       fail(w, &w->broken, why);
     }
+    if (errno == EACCES && !n->blind && n->parent) { /* there, and maybe writable */
+      n->blind = true;
+      if (!building)
+        w->blind++;
+    }
     return false; /* gone or unreadable: skipped, as the snapshot skips it */
+  }
+  if (n->blind && !building) {
+    n->blind = false;
+    w->blind--;
   }
   if (building) { /* mapped when the threads are joined */
     n->wd = wd;
@@ -551,6 +570,7 @@ static void index_tree(struct watcher *w, struct node *n) {
     w->names[h] = k;
     w->entries++;
     w->bytes += sizeof *k + strlen(k->name) + 1;
+    w->blind += k->blind;
     index_tree(w, k);
   }
   if (n->wd < 0)
@@ -861,6 +881,24 @@ static void alias_all(struct watcher *w, ino_t ino, nlink_t links) {
       alias(r, ino);
 }
 
+/* Every run observing is uncertain: every indexed file is compared. */
+static void all_uncertain(struct watcher *w) {
+  for (struct watch_run *r = w->runs; r; r = r->next)
+    r->uncertain = true;
+}
+
+/* Written or made through a name the index does not have (in a generated
+ * tree, or a protected name): a hard link to a file it has?  A new
+ * directory there is not watched; a name gone already cannot be told. */
+static void heard_unindexed(struct watcher *w, const struct node *d, const char *name, bool dir) {
+  nlink_t links;
+  ino_t ino = dir ? 0 : ino_in(w, d, name, &links);
+  if (ino)
+    alias_all(w, ino, links);
+  else
+    all_uncertain(w);
+}
+
 static void on_event(struct watcher *w, const struct inotify_event *ev) {
   if (ev->mask & IN_Q_OVERFLOW) {
     w->overflowed = true;
@@ -883,19 +921,19 @@ static void on_event(struct watcher *w, const struct inotify_event *ev) {
     return; /* the parent's events speak for a directory itself */
   }
   const char *name = ev->name;
-  if (observe_skipped(NULL, 0, name))
+  if (observe_skipped(NULL, 0, name)) {
+    /* Never indexed, but a file of that name may be another name of one
+     * that is, and a directory of it made now is not watched. */
+    if (w->runs && (ev->mask & (WRITE_EVENTS | IN_CREATE | IN_MOVED_TO)))
+      heard_unindexed(w, d, name, ev->mask & IN_ISDIR);
     return;
+  }
   if (d->type == T_GEN) {
     char buf[4096];
-    nlink_t links;
-    if ((ev->mask & WRITE_EVENTS) && !(ev->mask & IN_ISDIR) && w->runs) {
-      /* Written through a name in a tree not indexed: a hard link to a
-       * file that is?  Gone already, it cannot be told. */
-      ino_t ino = ino_in(w, d, name, &links);
-      alias_all(w, ino, links);
-      for (struct watch_run *r = w->runs; r && !ino; r = r->next)
-        r->uncertain = true;
-    }
+    if (w->runs && (ev->mask & IN_ISDIR) && (ev->mask & (IN_CREATE | IN_MOVED_TO)))
+      all_uncertain(w); /* a directory made in a generated tree is not watched */
+    else if (w->runs && (ev->mask & WRITE_EVENTS) && !(ev->mask & IN_ISDIR))
+      heard_unindexed(w, d, name, false);
     if ((ev->mask & NAME_EVENTS) && node_path(d, buf, sizeof buf - 2))
       for (struct watch_run *r = w->runs; r; r = r->next) {
         struct touch *t = r->scanned ? NULL : touch_at(r, buf, strlen(buf), d->name, d, 0);
@@ -914,6 +952,18 @@ static void on_event(struct watcher *w, const struct inotify_event *ev) {
   bool renamed = ev->mask & NAME_EVENTS;
   touch_name(w, d, name, n,
              (renamed ? TOUCH_RENAMED : 0) | (ev->mask & WRITE_EVENTS ? TOUCH_WRITTEN : 0));
+  if (!renamed && n && n->type == T_FILE && (ev->mask & WRITE_EVENTS) && !n->ino) {
+    /* Written through a name whose file is not known: another name of an
+     * indexed one? */
+    nlink_t links;
+    n->ino = ino_in(w, d, name, &links);
+    if (n->ino)
+      alias_all(w, n->ino, links);
+    else
+      all_uncertain(w);
+  } else if (!renamed && !n && (ev->mask & WRITE_EVENTS) && !(ev->mask & IN_ISDIR)) {
+    all_uncertain(w); /* a name removed before its events were read */
+  }
   if (!renamed) {
     /* A directory that could not be read when it was seen (mode 0, then
      * chmod): scanned now, its names new to the index. */
@@ -952,6 +1002,7 @@ bool watcher_process(struct watcher *w) {
   char buf[16384] __attribute__((aligned(__alignof__(struct inotify_event))));
   ssize_t got = 0;
   size_t applied = 0;
+  w->runs_rescan = true;
   while (applied < DRAIN_EVENTS && (got = read(w->ifd, buf, sizeof buf)) > 0) {
     for (char *p = buf; p < buf + got; applied++) {
       const struct inotify_event *ev = (const struct inotify_event *)p;
@@ -959,9 +1010,8 @@ bool watcher_process(struct watcher *w) {
         on_event(w, ev);
       p += sizeof *ev + ev->len;
     }
-    if (!failed(w) && w->rescanned > RESCAN_BUDGET)
-      fail(w, &w->broken, "the workspace changes faster than its events can be followed");
   }
+  w->runs_rescan = false;
   bool more = got > 0;
   if (!more)
     w->rescanned = 0; /* the queue was emptied */
@@ -1154,8 +1204,6 @@ static int report_events(struct watcher *w, struct watch_run *r, corral_outcome 
       unsigned char now;
       now_at(w, t->path, &now);
       bool gen = now == T_GEN || t->before == T_GEN;
-      if (now == T_NONE && t->written)
-        r->uncertain = true; /* it may have been another name of a file still here */
       if (now == T_NONE && t->before == T_NONE)
         continue;
       if (t->before == T_NONE)
@@ -1181,6 +1229,8 @@ static int report_events(struct watcher *w, struct watch_run *r, corral_outcome 
                            gen ? gen_count(w, t->path) : 0);
       }
     }
+  if (w->blind) /* a directory not watched: a link made in it is not heard */
+    r->uncertain = true;
   if (rc == 0 && (r->naliased || r->uncertain))
     rc = report_aliases(w, r, w->top, (char[4096]){0}, 0, out, cap);
   return rc;
