@@ -118,6 +118,7 @@ struct touch {
 struct watch_run {
   struct watch_run *next;
   struct timespec start;
+  uint64_t seed; /* of its table: paths the command names cannot be made to collide */
   struct touch **b;
   size_t cap, n, bytes;
   ino_t *aliased;       /* files with another name that were written through one */
@@ -167,11 +168,16 @@ static __thread bool own_cwd; /* unshare(CLONE_FS): fchdir is this thread's */
 
 /* ------------------------------------------------------------ the index */
 
-static size_t name_hash(const struct node *parent, const char *name) {
-  uint64_t h = 1469598103934665603ull ^ (uint64_t)(uintptr_t)parent;
-  for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+/* FNV-1a of s, from `seed`: the index's names and a run's touched paths. */
+static size_t str_hash(const char *s, uint64_t seed) {
+  uint64_t h = 1469598103934665603ull ^ seed;
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++)
     h = (h ^ *p) * 1099511628211ull;
   return (size_t)(h ^ (h >> 29));
+}
+
+static size_t name_hash(const struct node *parent, const char *name) {
+  return str_hash(name, (uint64_t)(uintptr_t)parent);
 }
 
 static size_t wd_hash(int wd) { return (size_t)((uint32_t)wd * 2654435761u); }
@@ -284,36 +290,10 @@ static bool index_full(struct watcher *w, size_t entries, size_t bytes) {
   return true;
 }
 
-static struct node *node_add(struct watcher *w, struct node *parent, const char *name,
-                             unsigned char type, ino_t ino) {
-  size_t plen = path_len(w, parent, name), size = sizeof(struct node) + strlen(name) + 1;
-  if (!plen)
-    return NULL;
-  if (building) {
-    if (index_full(w, w->entries + atomic_fetch_add(&building->entries, 1),
-                   w->bytes + atomic_fetch_add(&building->bytes, size)))
-      return NULL;
-    struct node *n = calloc(1, size);
-    if (!n) {
-      fail(w, &w->broken, "out of memory");
-      return NULL;
-    }
-    strcpy(n->name, name);
-    n->type = type;
-    n->ino = ino;
-    n->plen = (unsigned short)plen;
-    n->wd = -1;
-    n->parent = parent;
-    n->depth = (unsigned char)(parent->depth + 1);
-    n->next = parent->kids; /* parent is in this thread's subtree */
-    if (parent->kids)
-      parent->kids->prev = n;
-    parent->kids = n;
-    return n;
-  }
-  if (index_full(w, w->entries, w->bytes + size) ||
-      !grow(&w->names, &w->names_cap, w->entries + 1, false))
-    return NULL;
+/* A node under parent, linked among its kids: in the tables or not is the
+ * caller's. */
+static struct node *node_new(struct node *parent, const char *name, unsigned char type, ino_t ino,
+                             size_t plen, size_t size) {
   struct node *n = calloc(1, size);
   if (!n)
     return NULL;
@@ -328,6 +308,28 @@ static struct node *node_add(struct watcher *w, struct node *parent, const char 
   if (parent->kids)
     parent->kids->prev = n;
   parent->kids = n;
+  return n;
+}
+
+static struct node *node_add(struct watcher *w, struct node *parent, const char *name,
+                             unsigned char type, ino_t ino) {
+  size_t plen = path_len(w, parent, name), size = sizeof(struct node) + strlen(name) + 1;
+  if (!plen)
+    return NULL;
+  if (building) { /* parent is in this thread's subtree; the tables come after the join */
+    if (index_full(w, w->entries + atomic_fetch_add(&building->entries, 1),
+                   w->bytes + atomic_fetch_add(&building->bytes, size)))
+      return NULL;
+    struct node *n = node_new(parent, name, type, ino, plen, size);
+    if (!n)
+      fail(w, &w->broken, "out of memory");
+    return n;
+  }
+  struct node *n;
+  if (index_full(w, w->entries, w->bytes + size) ||
+      !grow(&w->names, &w->names_cap, w->entries + 1, false) ||
+      !(n = node_new(parent, name, type, ino, plen, size)))
+    return NULL;
   size_t k = name_hash(parent, name) & (w->names_cap - 1);
   n->hnext = w->names[k];
   w->names[k] = n;
@@ -632,17 +634,10 @@ static void build(struct watcher *w) {
 
 /* ------------------------------------------------------------ runs */
 
-static size_t str_hash(const char *s) {
-  uint64_t h = 1469598103934665603ull;
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++)
-    h = (h ^ *p) * 1099511628211ull;
-  return (size_t)(h ^ (h >> 29));
-}
-
 static struct touch *find_touch(const struct watch_run *r, const char *key) {
   if (!r->cap)
     return NULL;
-  for (struct touch *t = r->b[str_hash(key) & (r->cap - 1)]; t; t = t->next)
+  for (struct touch *t = r->b[str_hash(key, r->seed) & (r->cap - 1)]; t; t = t->next)
     if (strcmp(t->path, key) == 0)
       return t;
   return NULL;
@@ -692,7 +687,7 @@ static struct touch *touch_key(struct watch_run *r, const char *key, unsigned ch
     for (size_t i = 0; i < r->cap; i++)
       for (struct touch *x = r->b[i], *nx; x; x = nx) {
         nx = x->next;
-        size_t k = str_hash(x->path) & (ncap - 1);
+        size_t k = str_hash(x->path, r->seed) & (ncap - 1);
         x->next = g[k];
         g[k] = x;
       }
@@ -708,7 +703,7 @@ static struct touch *touch_key(struct watch_run *r, const char *key, unsigned ch
   t->before = before;
   t->count = count;
   t->ino = before ? ino : 0;
-  size_t k = str_hash(key) & (r->cap - 1);
+  size_t k = str_hash(key, r->seed) & (r->cap - 1);
   t->next = r->b[k];
   r->b[k] = t;
   r->n++;
@@ -1279,7 +1274,7 @@ static int by_change_path(const void *a, const void *b) {
 
 static void set_reason(char **field, const char *why) {
   free(*field);
-  *field = why ? strdup(why) : NULL;
+  *field = xstrdup_or_null(why);
 }
 
 static void run_report(struct watcher *w, struct watch_run *r, corral_outcome *out) {
@@ -1355,6 +1350,10 @@ struct observation *observe_begin(struct watcher *w, const char *root) {
     /* The kernel stamps files from the coarse clock: a change after this
      * has a ctime at or after it. */
     clock_gettime(CLOCK_REALTIME_COARSE, &o->run->start);
+    struct timespec fine;
+    clock_gettime(CLOCK_MONOTONIC, &fine);
+    o->run->seed = ((uint64_t)fine.tv_nsec << 20) ^ (uint64_t)(uintptr_t)o->run ^
+                   (uint64_t)fine.tv_sec * 0x9e3779b97f4a7c15ull;
     o->run->next = w->runs;
     w->runs = o->run;
   } else {

@@ -412,6 +412,17 @@ static void one_change(bool creating) {
   }
 }
 
+/* What snapshots say changed since `before` (freed here): the reference
+ * a report from events is held to. */
+static void report_since(corral_snapshot *before, corral_outcome *want) {
+  corral_error err = {0};
+  corral_snapshot *after = snap();
+  corral_outcome_init(want);
+  assert_int_equal(corral_snapshot_diff(before, after, want, &err), 0);
+  corral_snapshot_free(before);
+  corral_snapshot_free(after);
+}
+
 /* The coarse clock the kernel stamps files with ticks at most this often. */
 static void past_a_tick(void) { usleep(20000); }
 
@@ -443,10 +454,7 @@ static void test_random_changes_match_snapshots(void **state) {
         one_change(false);
       corral_outcome o, want;
       end(a, &o);
-      corral_snapshot *after = snap();
-      corral_error err = {0};
-      corral_outcome_init(&want);
-      assert_int_equal(corral_snapshot_diff(before, after, &want, &err), 0);
+      report_since(before, &want);
       char *got = strdup(describe(&o));
       if (strcmp(got, describe(&want)) != 0 || o.changes_scanned) {
         fprintf(stderr, "changes made:\n%s", oplog); /* longer than cmocka's message */
@@ -457,8 +465,6 @@ static void test_random_changes_match_snapshots(void **state) {
       for (size_t i = 0; i < o.nchanges; i++)
         assert_int_equal(o.changes[i].count, want.changes[i].count);
       free(got);
-      corral_snapshot_free(before);
-      corral_snapshot_free(after);
       corral_outcome_free(&o);
       corral_outcome_free(&want);
     }
@@ -614,15 +620,10 @@ static void test_rename_storm_is_bounded(void **state) {
   end(a, &o);
   assert_non_null(o.changes_scanned);
   assert_non_null(strstr(o.changes_scanned, "faster than"));
-  corral_error err = {0};
-  corral_outcome_init(&want);
-  corral_snapshot *after = snap();
-  assert_int_equal(corral_snapshot_diff(before, after, &want, &err), 0);
+  report_since(before, &want);
   char *got = strdup(describe(&o));
   assert_string_equal(got, describe(&want));
   free(got);
-  corral_snapshot_free(before);
-  corral_snapshot_free(after);
   corral_outcome_free(&o);
   corral_outcome_free(&want);
 }
