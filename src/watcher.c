@@ -384,6 +384,17 @@ static void close_open_node(struct watcher *w) {
   w->open_fd = -1;
 }
 
+/* A directory there that cannot be opened or watched (mode 0300: the
+ * command may still make a link in it): every run compares every file
+ * while it is so. */
+static void blind(struct watcher *w, struct node *n) {
+  if (n->blind || !n->parent)
+    return;
+  n->blind = true;
+  if (!building)
+    w->blind++;
+}
+
 /* Invariant 1: watched through the descriptor it was opened by. */
 static bool watch_dir(struct watcher *w, struct node *n, int fd) {
   char proc[64];
@@ -402,11 +413,8 @@ static bool watch_dir(struct watcher *w, struct node *n, int fd) {
       snprintf(why, sizeof why, "watching a directory: %s", strerror(errno));
       fail(w, &w->broken, why);
     }
-    if (errno == EACCES && !n->blind && n->parent) { /* there, and maybe writable */
-      n->blind = true;
-      if (!building)
-        w->blind++;
-    }
+    if (errno == EACCES)
+      blind(w, n);
     return false; /* gone or unreadable: skipped, as the snapshot skips it */
   }
   if (n->blind && !building) {
@@ -508,6 +516,8 @@ static void scan_dir(struct watcher *w, struct node *n, int fd, struct builder *
       scan_dir(w, k, sub, NULL);
     else if (errno == EMFILE || errno == ENFILE)
       fail(w, &w->broken, "too many open files to watch the workspace");
+    else if (errno == EACCES)
+      blind(w, k);
   }
   free(it);
   close(fd);
@@ -528,6 +538,8 @@ static void scan_node(struct watcher *w, struct node *n) {
     n->ino = st.st_ino;
   if (fd >= 0)
     scan_dir(w, n, fd, NULL);
+  else if (errno == EACCES)
+    blind(w, n);
 }
 
 /* Drops the index and every watch, keeping the descriptor (invariant 4). */
@@ -548,6 +560,8 @@ static void build_worker_run(struct builder *b) {
       scan_dir(b->w, n, fd, NULL);
     else if (errno == EMFILE || errno == ENFILE)
       fail(b->w, &b->w->broken, "too many open files to watch the workspace");
+    else if (errno == EACCES)
+      blind(b->w, n);
   }
   building = was;
 }
@@ -623,8 +637,10 @@ static void build(struct watcher *w) {
     build_worker_run(&b);
   for (int i = 0; i < started; i++)
     pthread_join(th[i], NULL);
-  for (size_t i = 0; i < b.ndirs && !failed(w); i++)
+  for (size_t i = 0; i < b.ndirs && !failed(w); i++) {
+    w->blind += b.dirs[i]->blind; /* flagged by a thread, counted here */
     index_tree(w, b.dirs[i]);
+  }
   if (atomic_load(&b.failed))
     fail(w, b.which, b.why);
   free(b.dirs);

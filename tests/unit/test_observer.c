@@ -642,13 +642,18 @@ static void test_links_unheard(void **state) {
   sh("python3 -c 'import os\nos.link(\"src/a\", \"t\")\nfd = os.open(\"t\", os.O_WRONLY)\n"
      "os.unlink(\"t\")\nos.write(fd, b\"x\")'");
   sh("mkdir -p sub/.git && ln src/b sub/.git/x && echo x >> sub/.git/x");
-  if (geteuid() != 0)
-    sh("ln src/c locked/x && echo x >> locked/x");
   corral_outcome o;
   end(a, &o);
-  assert_string_equal(describe(&o), geteuid() != 0 ? "M src/a\nM src/b\nM src/c\nC sub"
-                                                   : "M src/a\nM src/b\nC sub");
+  assert_string_equal(describe(&o), "M src/a\nM src/b\nC sub");
   corral_outcome_free(&o);
+  if (geteuid() != 0) { /* root reads every directory */
+    past_a_tick();
+    a = begin();
+    sh("ln src/c locked/x && echo x >> locked/x");
+    end(a, &o);
+    assert_string_equal(describe(&o), "M src/c");
+    corral_outcome_free(&o);
+  }
   sh("chmod 755 locked");
 }
 

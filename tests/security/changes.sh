@@ -1,0 +1,75 @@
+# The change report suite: the report is made outside the sandbox, about a
+# tree the command shapes as it likes.  Each case is the command trying to
+# make corral look outside the workspace, or to change a file the report
+# does not list, asserting the report says nothing of outside and the files
+# outside are unchanged.  Run as root and as an unprivileged user
+# (SANDBOX_AS=user).  One line above each case says what the attack is.
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../lib.sh"
+. "$here/as_user.sh"
+run_as_user_if_asked changes.sh
+
+ws=$(mktemp -d "$HOME/corral-changes-ws-XXXXXX")
+outside=$(mktemp -d "$HOME/corral-changes-out-XXXXXX")
+trap 'chmod -R u+rwx "$ws" 2>/dev/null; rm -rf "$ws" "$outside"' EXIT
+mkdir "$outside/sub"
+for i in 1 2 3; do echo secret > "$outside/outside-secret-$i"; done
+echo secret > "$outside/sub/outside-deep"
+listing() { (cd "$outside" && find . -printf '%p %s %T@ %C@\n' | sort | sha256sum); }
+before=$(listing)
+cd "$ws"
+# run CMD: corral run --changes --json; the outcome in $out.
+run() { out=$("$CORRAL" run --json --changes -- sh -c "$1" 2>/dev/null | json_get outcome); }
+case_() { t "$1"; rm -rf "${ws:?}"/* 2>/dev/null; mkdir -p "$ws/src"; echo hi > "$ws/src/a"; }
+
+# A directory swapped for a symlink to a directory outside, over and over,
+# while corral scans what is new: it must never list (or watch) outside.
+case_ "a directory swapped for a symlink to outside while it is scanned"
+run "for i in \$(seq 300); do mkdir -p d/e && touch d/e/f && rm -rf d && ln -s '$outside' d && rm d; done; ln -s '$outside' d"
+expect_not_contains "$out" "outside-secret"
+expect_not_contains "$out" "outside-deep"
+expect_contains "$out" '"path": "d", "kind": "created"'
+expect_eq "$before" "$(listing)" "the directory outside"
+
+# An intermediate directory swapped for a symlink while the files under it
+# are written: the lstat at the end must not follow it.
+case_ "files under a directory that becomes a symlink to outside"
+run "mkdir -p x/y && echo 1 > x/y/outside-secret-1 && mv x x.real && ln -s '$outside' x"
+expect_not_contains "$out" '"x/'
+expect_contains "$out" '"path": "x.real/y/outside-secret-1", "kind": "created"'
+expect_eq "$before" "$(listing)" "the directory outside"
+
+# A hard link to a workspace file made in a generated tree (never indexed),
+# written through and removed: the file it is another name of shows.
+case_ "a write through a hard link in a generated tree, removed after"
+sleep 0.05
+run "mkdir -p t/.cache && ln src/a t/.cache/y && echo evil >> t/.cache/y && rm -r t"
+expect_contains "$out" '"path": "src/a", "kind": "modified"'
+
+# The same with the link removed before the write (an open descriptor).
+case_ "a write through a hard link already removed"
+sleep 0.05
+run "python3 -c 'import os
+os.link(\"src/a\", \"t\"); fd = os.open(\"t\", os.O_WRONLY); os.unlink(\"t\"); os.write(fd, b\"x\")'"
+expect_contains "$out" '"path": "src/a", "kind": "modified"'
+
+# Paths longer than the index holds: no report, and it says why (never a
+# report that leaves the deep change out in silence).
+case_ "a tree deeper in bytes than the index holds"
+run "python3 -c 'import os
+for i in range(17): os.mkdir(\"n\" * 250); os.chdir(\"n\" * 250)
+open(\"payload\", \"w\").write(\"x\")'"
+expect_contains "$out" '"changesSkipped": "the workspace has paths longer than'
+expect_not_contains "$out" '"changes":'
+
+# A directory made unreadable to corral (0300: the command can still make
+# a link in it): the run compares every file, so the write shows.
+case_ "a hard link in a directory corral cannot read"
+mkdir -m 0300 locked
+sleep 0.05
+run "ln src/a locked/x && echo evil >> locked/x"
+expect_contains "$out" '"path": "src/a", "kind": "modified"'
+chmod 755 locked
+
+expect_eq "$before" "$(listing)" "the directory outside, at the end"
+finish
