@@ -3,6 +3,7 @@
 #define CORRAL_JSON_UTIL_H
 
 #include <jansson.h>
+#include <stdio.h>
 
 #include "corral.h"
 
@@ -31,6 +32,10 @@ char *utf8_sanitize(const char *data, size_t len, size_t *out_len, bool *valid);
 /* Length of the longest prefix of data[0..len) that does not split a UTF-8
  * character (invalid bytes count as single characters). */
 size_t utf8_prefix_len(const char *data, size_t len);
+/* Writes s for a terminal: control characters (C0, DEL, C1), backslash and
+ * bytes that are not UTF-8 as \xNN, so that a name cannot move the cursor,
+ * erase lines or pass for several. */
+void fputs_for_terminal(const char *s, FILE *f);
 char *base64_encode(const void *data, size_t len);
 
 #endif

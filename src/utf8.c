@@ -31,6 +31,22 @@ static size_t utf8_seq_len(const unsigned char *s, size_t avail) {
   return n;
 }
 
+void fputs_for_terminal(const char *s, FILE *f) {
+  const unsigned char *p = (const unsigned char *)s;
+  size_t len = strlen(s);
+  for (size_t i = 0; i < len;) {
+    size_t n = utf8_seq_len(p + i, len - i);
+    bool c1 = n == 2 && p[i] == 0xC2 && p[i + 1] < 0xA0; /* U+0080..U+009F */
+    if (n == 0 || c1 || p[i] < 0x20 || p[i] == 0x7F || p[i] == '\\') {
+      fprintf(f, "\\x%02x", p[i]);
+      i++;
+      continue;
+    }
+    fwrite(p + i, 1, n, f);
+    i += n;
+  }
+}
+
 char *utf8_sanitize(const char *data, size_t len, size_t *out_len, bool *valid) {
   /* Each invalid byte becomes three bytes (EF BF BD) at most. */
   char *out = malloc(len * 3 + 1);

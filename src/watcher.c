@@ -89,7 +89,10 @@ void watcher_limit_for_tests(size_t entries) {
   max_entries = entries ? entries : WATCH_MAX_ENTRIES;
 }
 
-enum { T_NONE, T_FILE, T_DIR, T_GEN }; /* T_FILE: anything but a directory */
+/* T_FILE: anything but a directory.  T_SKIP: a `.git` or protected-name
+ * directory, watched at its top like a generated tree (a hard link made in
+ * it is heard) but never reported. */
+enum { T_NONE, T_FILE, T_DIR, T_GEN, T_SKIP };
 
 struct node {
   struct node *parent, *kids, *next, *prev; /* the tree; siblings in a list */
@@ -261,6 +264,13 @@ static bool node_path(const struct node *n, char *buf, size_t size) {
 static void fail(struct watcher *w, char **which, const char *why);
 static void close_open_node(struct watcher *w);
 static void touch_new(struct watcher *w, struct node *n);
+
+static unsigned char dir_type(const char *name, bool dir) {
+  return !dir                    ? T_FILE
+         : observe_skipped(NULL, 0, name) ? T_SKIP
+         : observe_generated(name)        ? T_GEN
+                                          : T_DIR;
+}
 static void touch_name(struct watcher *w, struct node *d, const char *name, const struct node *n,
                        unsigned how);
 
@@ -399,7 +409,7 @@ static void blind(struct watcher *w, struct node *n) {
 static bool watch_dir(struct watcher *w, struct node *n, int fd) {
   char proc[64];
   snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
-  uint32_t mask = n->type == T_GEN ? GEN_MASK : DIR_MASK;
+  uint32_t mask = n->type == T_GEN || n->type == T_SKIP ? GEN_MASK : DIR_MASK;
   int wd = own_cwd && fchdir(fd) == 0 ? inotify_add_watch(w->ifd, ".", mask)
                                       : inotify_add_watch(w->ifd, proc, mask);
   if (wd < 0) {
@@ -461,7 +471,7 @@ static bool failed(const struct watcher *w) {
 /* Watches and indexes the directory `n`, opened as fd (closed here), and
  * everything below it.  Unreadable directories are skipped. */
 static void scan_dir(struct watcher *w, struct node *n, int fd, struct builder *queue) {
-  if (!watch_dir(w, n, fd) || n->type == T_GEN) {
+  if (!watch_dir(w, n, fd) || n->type == T_GEN || n->type == T_SKIP) {
     if (n->type == T_GEN && n->wd >= 0)
       n->count = (int)observe_count_children(fd);
     else
@@ -477,7 +487,8 @@ static void scan_dir(struct watcher *w, struct node *n, int fd, struct builder *
   dir_start(it, fd);
   unsigned char dt;
   for (const char *name; !failed(w) && (name = dir_next(it, &dt));) {
-    if (observe_skipped(NULL, 0, name))
+    bool skip = observe_skipped(NULL, 0, name);
+    if (skip && dt != DT_DIR && dt != DT_UNKNOWN)
       continue;
     if (dt == DT_UNKNOWN) {
       struct stat st;
@@ -486,6 +497,8 @@ static void scan_dir(struct watcher *w, struct node *n, int fd, struct builder *
       dt = S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
     }
     bool dir = dt == DT_DIR;
+    if (skip && !dir)
+      continue;
     if (dir && n->depth >= OBSERVE_MAX_DEPTH) {
       char why[96];
       snprintf(why, sizeof why, "the workspace has directories more than %d levels deep",
@@ -493,8 +506,7 @@ static void scan_dir(struct watcher *w, struct node *n, int fd, struct builder *
       fail(w, &w->too_big, why);
       break;
     }
-    struct node *k = node_add(w, n, name, !dir ? T_FILE : observe_generated(name) ? T_GEN : T_DIR,
-                              (ino_t)it->ino);
+    struct node *k = node_add(w, n, name, dir_type(name, dir), (ino_t)it->ino);
     if (!k || !dir)
       continue;
     if (queue) {
@@ -757,7 +769,7 @@ static struct touch *touch_at(struct watch_run *r, char *buf, size_t len, const 
 static void touch_below(struct watch_run *r, const struct node *n, char *buf, size_t len) {
   for (const struct node *k = n->kids; k && !r->skipped; k = k->next) {
     size_t l = strlen(k->name);
-    if (len + l + 3 > 4096)
+    if (k->type == T_SKIP || len + l + 3 > 4096)
       continue;
     size_t at = len;
     if (len)
@@ -774,7 +786,7 @@ static void touch_below(struct watch_run *r, const struct node *n, char *buf, si
  * directory finds what the command made in it before the watch). */
 static void touch_new(struct watcher *w, struct node *n) {
   char buf[4096];
-  if (!w->runs || !node_path(n, buf, sizeof buf - 2))
+  if (!w->runs || n->type == T_SKIP || !node_path(n, buf, sizeof buf - 2))
     return;
   for (struct watch_run *r = w->runs; r; r = r->next)
     if (!r->scanned)
@@ -786,7 +798,7 @@ static void touch_new(struct watcher *w, struct node *n) {
 static void touch_name(struct watcher *w, struct node *d, const char *name, const struct node *n,
                        unsigned how) {
   char buf[4096];
-  if (!node_path(d, buf, sizeof buf))
+  if ((n && n->type == T_SKIP) || !node_path(d, buf, sizeof buf))
     return;
   size_t len = strlen(buf), l = strlen(name);
   if (len + l + 3 > sizeof buf)
@@ -932,11 +944,25 @@ static void on_event(struct watcher *w, const struct inotify_event *ev) {
     return; /* the parent's events speak for a directory itself */
   }
   const char *name = ev->name;
-  if (observe_skipped(NULL, 0, name)) {
-    /* Never indexed, but a file of that name may be another name of one
-     * that is, and a directory of it made now is not watched. */
+  if (observe_skipped(NULL, 0, name) && d->type != T_GEN && d->type != T_SKIP) {
+    /* Never reported, but a file of that name may be another name of one
+     * that is; a directory of it is watched at its top (what was made in
+     * it before the watch cannot be told). */
     if (w->runs && (ev->mask & (WRITE_EVENTS | IN_CREATE | IN_MOVED_TO)))
       heard_unindexed(w, d, name, ev->mask & IN_ISDIR);
+    struct node *n = lookup(w, d, name);
+    if ((ev->mask & NAME_EVENTS) && n)
+      node_drop(w, n);
+    if ((ev->mask & (IN_CREATE | IN_MOVED_TO)) && (ev->mask & IN_ISDIR) && path_len(w, d, name) &&
+        (n = node_add(w, d, name, T_SKIP, 0)))
+      scan_node(w, n);
+    return;
+  }
+  if (d->type == T_SKIP) {
+    if (w->runs && (ev->mask & IN_ISDIR) && (ev->mask & (IN_CREATE | IN_MOVED_TO)))
+      all_uncertain(w); /* a directory made in it is not watched */
+    else if (w->runs && (ev->mask & WRITE_EVENTS) && !(ev->mask & IN_ISDIR))
+      heard_unindexed(w, d, name, false);
     return;
   }
   if (d->type == T_GEN) {
@@ -997,7 +1023,7 @@ static void on_event(struct watcher *w, const struct inotify_event *ev) {
     fail(w, &w->too_big, why);
     return;
   }
-  n = node_add(w, d, name, !dir ? T_FILE : observe_generated(name) ? T_GEN : T_DIR, 0);
+  n = node_add(w, d, name, dir_type(name, dir), 0);
   nlink_t links;
   if (n && dir)
     scan_node(w, n);

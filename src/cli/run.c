@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "json_util.h"
 #include "corral.h"
 #include "options.h"
 #include "policy_flags.h"
@@ -100,7 +101,11 @@ static void print_changes(const corral_outcome *o) {
           counts[CORRAL_CHANGE_CREATED], counts[CORRAL_CHANGE_MODIFIED],
           counts[CORRAL_CHANGE_DELETED]);
   for (size_t i = 0; i < o->nchanges && i < 20; i++)
-    fprintf(stderr, "  %c %s\n", "?CMD"[o->changes[i].kind], o->changes[i].path);
+  {
+    fprintf(stderr, "  %c ", "?CMD"[o->changes[i].kind]);
+    fputs_for_terminal(o->changes[i].path, stderr); /* the command chose the name */
+    fputc('\n', stderr);
+  }
   if (o->nchanges > 20)
     fprintf(stderr, "  ... and %zu more (use --json for all)\n", o->nchanges - 20);
 }

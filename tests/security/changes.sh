@@ -71,5 +71,24 @@ run "ln src/a locked/x && echo evil >> locked/x"
 expect_contains "$out" '"path": "src/a", "kind": "modified"'
 chmod 755 locked
 
+# Protected-name and nested .git directories (never reported) made in one
+# run, then used in the next for a link to a workspace file.
+case_ "hard links in a .agents and a deep .git made by an earlier run"
+run "mkdir -p p/.agents a/b/c/.git"
+sleep 0.05
+run "ln src/a p/.agents/l && echo evil > p/.agents/l && rm p/.agents/l"
+expect_contains "$out" '"path": "src/a", "kind": "modified"'
+sleep 0.05
+run "ln src/a a/b/c/.git/l && echo evil >> a/b/c/.git/l"
+expect_contains "$out" '"path": "src/a", "kind": "modified"'
+
+# A name made of terminal controls, to rewrite the summary a person reads
+# on stderr (without --json): its bytes are shown escaped.
+case_ "a file name that erases the summary's lines"
+summary=$("$CORRAL" run --changes -- sh -c "touch \"\$(printf 'x\033[2K\rC fake\nC other')\"" 2>&1)
+expect_contains "$summary" '1 created'
+expect_contains "$summary" 'x\x1b[2K\x0dC fake\x0aC other'
+expect_eq 2 "$(printf '%s\n' "$summary" | wc -l)" "lines in the summary"
+
 expect_eq "$before" "$(listing)" "the directory outside, at the end"
 finish
