@@ -591,7 +591,17 @@ json_t *outcome_to_json_value(const corral_outcome *out) {
     for (size_t i = 0; i < out->nchanges; i++) {
       const corral_change *c = &out->changes[i];
       json_t *cj = json_object();
-      json_object_set_new(cj, "path", json_string(c->path ? c->path : ""));
+      /* A name need not be UTF-8: JSON gets it with U+FFFD for each bad
+       * byte, and its exact bytes in pathBase64 (as stdout's). */
+      const char *path = c->path ? c->path : "";
+      bool valid = true;
+      char *text = utf8_sanitize(path, strlen(path), NULL, &valid);
+      json_object_set_new(cj, "path", json_string(text ? text : ""));
+      char *b64 = valid ? NULL : base64_encode(path, strlen(path));
+      if (b64)
+        json_object_set_new(cj, "pathBase64", json_string(b64));
+      free(text);
+      free(b64);
       set_enum(cj, "kind", CORRAL_ENUM_CHANGE, (int)c->kind);
       if (c->aggregated)
         json_object_set_new(cj, "aggregated", json_true());

@@ -90,5 +90,11 @@ expect_contains "$summary" '1 created'
 expect_contains "$summary" 'x\x1b[2K\x0dC fake\x0aC other'
 expect_eq 2 "$(printf '%s\n' "$summary" | wc -l)" "lines in the summary"
 
+# A name that is not UTF-8: JSON cannot hold it, so it must not come out
+# nameless (or as "", the root): U+FFFD in path, its bytes in pathBase64.
+case_ "a file name that is not UTF-8"
+run "touch \"\$(printf 'bad\377')\""
+expect_contains "$out" '"path": "bad\ufffd", "pathBase64": "YmFk/w==", "kind": "created"'
+
 expect_eq "$before" "$(listing)" "the directory outside, at the end"
 finish
