@@ -264,6 +264,8 @@ static bool node_path(const struct node *n, char *buf, size_t size) {
 static void fail(struct watcher *w, char **which, const char *why);
 static void close_open_node(struct watcher *w);
 static void touch_new(struct watcher *w, struct node *n);
+static void unseen(struct watcher *w);
+static void alias_all(struct watcher *w, ino_t ino, nlink_t links);
 
 static unsigned char dir_type(const char *name, bool dir) {
   return !dir                    ? T_FILE
@@ -425,6 +427,8 @@ static bool watch_dir(struct watcher *w, struct node *n, int fd) {
     }
     if (errno == EACCES)
       blind(w, n);
+    else
+      unseen(w);
     return false; /* gone or unreadable: skipped, as the snapshot skips it */
   }
   if (n->blind && !building) {
@@ -440,8 +444,10 @@ static bool watch_dir(struct watcher *w, struct node *n, int fd) {
     bool above = false;
     for (const struct node *x = n->parent; x && !above; x = x->parent)
       above = x == other;
-    if (above) /* inside itself: the scan ran ahead of a move (or a bind mount) */
+    if (above) { /* inside itself: the scan ran ahead of a move (or a bind mount) */
+      unseen(w);
       return false;
+    }
     /* The same directory at another place in the index: moved, and this
      * scan ran ahead of the queued events that say so.  Its old place is
      * gone (touched as a moved name), and the watch is this node's now. */
@@ -472,10 +478,15 @@ static bool failed(const struct watcher *w) {
  * everything below it.  Unreadable directories are skipped. */
 static void scan_dir(struct watcher *w, struct node *n, int fd, struct builder *queue) {
   if (!watch_dir(w, n, fd) || n->type == T_GEN || n->type == T_SKIP) {
-    if (n->type == T_GEN && n->wd >= 0)
-      n->count = (int)observe_count_children(fd);
-    else
+    if (n->wd < 0 || (n->type == T_SKIP && (!w->runs || building))) {
       close(fd);
+      return;
+    }
+    long count = observe_count_children(fd);
+    if (n->type == T_GEN)
+      n->count = (int)count;
+    if (count) /* made in before its watch, by a run: a link to an indexed file? */
+      unseen(w);
     return;
   }
   struct dir_iter *it = malloc(sizeof *it);
@@ -507,6 +518,9 @@ static void scan_dir(struct watcher *w, struct node *n, int fd, struct builder *
       break;
     }
     struct node *k = node_add(w, n, name, dir_type(name, dir), (ino_t)it->ino);
+    struct stat st;
+    if (k && !dir && w->runs && !building && fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+      alias_all(w, k->ino, S_ISDIR(st.st_mode) ? 1 : st.st_nlink); /* made before the watch */
     if (!k || !dir)
       continue;
     if (queue) {
@@ -530,6 +544,8 @@ static void scan_dir(struct watcher *w, struct node *n, int fd, struct builder *
       fail(w, &w->broken, "too many open files to watch the workspace");
     else if (errno == EACCES)
       blind(w, k);
+    else
+      unseen(w);
   }
   free(it);
   close(fd);
@@ -552,6 +568,8 @@ static void scan_node(struct watcher *w, struct node *n) {
     scan_dir(w, n, fd, NULL);
   else if (errno == EACCES)
     blind(w, n);
+  else
+    unseen(w);
 }
 
 /* Drops the index and every watch, keeping the descriptor (invariant 4). */
@@ -908,6 +926,15 @@ static void alias_all(struct watcher *w, ino_t ino, nlink_t links) {
 static void all_uncertain(struct watcher *w) {
   for (struct watch_run *r = w->runs; r; r = r->next)
     r->uncertain = true;
+}
+
+/* A directory a run made (or changed) could not be watched or read before
+ * the run could act in it: gone already, replaced, or made in a tree not
+ * listed.  What was done there, a hard link to an indexed file written
+ * through, cannot be told. */
+static void unseen(struct watcher *w) {
+  if (!building)
+    all_uncertain(w);
 }
 
 /* Written or made through a name the index does not have (in a generated

@@ -657,6 +657,35 @@ static void test_links_unheard(void **state) {
   sh("chmod 755 locked");
 }
 
+/* Hard links made where no watch was yet, the events read only at the
+ * end: in a directory gone before it could be scanned, in a generated
+ * tree found by a scan, in a plain new directory, and in a generated tree
+ * written before its watch.  The file they are another name of shows. */
+static void test_links_before_the_watch(void **state) {
+  (void)state;
+  if (mode == SNAPSHOTS)
+    skip();
+  sh("mkdir src && for f in a b c d; do echo hi > src/$f; done");
+  past_a_tick();
+  const char *cases[][2] = {
+      {"mkdir -p t/.cache && ln src/a t/.cache/y && echo evil >> t/.cache/y && rm -r t", "M src/a"},
+      {"mkdir -p u/.cache && ln src/b u/.cache/y && echo evil >> u/.cache/y",
+       "M src/b\nC u\nC u/.cache/"},
+      {"mkdir v && ln src/c v/l && echo evil >> v/l", "M src/c\nC v\nC v/l"},
+      {"mkdir node_modules && ln src/d node_modules/x && echo evil >> node_modules/x",
+       "C node_modules/\nM src/d"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    struct seen a = begin();
+    sh("%s", cases[i][0]);
+    corral_outcome o;
+    end(a, &o);
+    assert_string_equal(describe(&o), cases[i][1]);
+    corral_outcome_free(&o);
+    past_a_tick();
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_created_modified_deleted_sorted, setup, teardown),
@@ -677,6 +706,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_directories_seen_late, setup, teardown),
       cmocka_unit_test_setup_teardown(test_rename_storm_is_bounded, setup, teardown),
       cmocka_unit_test_setup_teardown(test_links_unheard, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_links_before_the_watch, setup, teardown),
   };
   static const char *const names[] = {"snapshots", "events", "kept watcher"};
   int failed = 0;
