@@ -241,6 +241,7 @@ typedef struct corral_denial {
   char *reason; /* owned */
   bool recoverable;
   corral_next_action next_action;
+  long count; /* in `denials`: how many times it was refused (0 or 1: once) */
 } corral_denial;
 
 typedef struct corral_enforcement {
@@ -298,6 +299,10 @@ typedef struct corral_outcome {
   char *changes_scanned;  /* owned, may be NULL: why the change report came
                              from scanning the workspace, not from the
                              kernel's change events */
+  corral_denial *denials; /* owned: every refusal of the run the sandbox
+                             recorded (network mode filter), in order */
+  size_t ndenials;
+  long denials_dropped;   /* distinct refusals past the bound, not listed */
 } corral_outcome;
 
 CORRAL_EXTERN void corral_outcome_init(corral_outcome *out);
@@ -364,6 +369,18 @@ CORRAL_EXTERN int corral_policy_add(corral_policy *policy, corral_policy_list li
 CORRAL_EXTERN void corral_policy_clear(corral_policy *policy, corral_policy_list list);
 CORRAL_EXTERN void corral_policy_set_enforce(corral_policy *policy, bool enforce);
 CORRAL_EXTERN void corral_policy_set_network(corral_policy *policy, bool allow);
+/* Network mode `filter`: the command reaches the network only through
+ * corral's proxy, by name, to the hosts the domain entries allow. */
+CORRAL_EXTERN void corral_policy_set_network_filter(corral_policy *policy);
+/* A domain entry ("host", "*.domain", "host:port", "[v6]:port"); deny
+ * entries win over allow entries and may carry a reason (or NULL).
+ * 0, CORRAL_EINVALID for a malformed entry, or -ENOMEM. */
+CORRAL_EXTERN int corral_policy_add_domain(corral_policy *policy, const char *entry, bool deny,
+                                           const char *reason, corral_error *err);
+/* An address range ("10.1.0.0/16", "127.0.0.1") an allowed name may
+ * resolve to although it is loopback, private, link-local or the host's. */
+CORRAL_EXTERN int corral_policy_allow_addresses(corral_policy *policy, const char *range,
+                                                corral_error *err);
 CORRAL_EXTERN void corral_policy_set_block_unix_sockets(corral_policy *policy, bool block);
 CORRAL_EXTERN void corral_policy_set_temp(corral_policy *policy, bool writable);
 CORRAL_EXTERN void corral_policy_set_workspace_writable(corral_policy *policy, bool writable);

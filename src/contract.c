@@ -199,6 +199,11 @@ void corral_outcome_free(corral_outcome *out) {
   free(out->message);
   free(out->changes_skipped);
   free(out->changes_scanned);
+  for (size_t i = 0; i < out->ndenials; i++) {
+    free(out->denials[i].capability.scope);
+    free(out->denials[i].reason);
+  }
+  free(out->denials);
   corral_outcome_init(out);
 }
 

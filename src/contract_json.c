@@ -408,6 +408,67 @@ static int get_signal(json_t *exit, corral_exit *e, corral_error *err) {
   return 0;
 }
 
+static int decode_denial(json_t *denial, const char *where, corral_denial *d,
+                         corral_error *err) {
+  char path[64];
+  int r;
+  json_t *cap = json_object_get(denial, "capability");
+  d->present = true;
+#define AT(field) (snprintf(path, sizeof path, "%s." field, where), path)
+  if (json_is_string(cap)) {
+    /* Accept the flat spelling too: "capability": "workspace_write". */
+    if (!(d->capability.kind = corral_enum_parse(CORRAL_ENUM_CAPABILITY, json_string_value(cap))))
+      return error_set(err, CORRAL_EBADJSON, 0, "field `%s`: unknown value `%s`",
+                       AT("capability"), json_string_value(cap));
+  } else if (cap && !json_is_null(cap) &&
+             (r = get_capability(cap, AT("capability"), &d->capability, err)) < 0)
+    return r;
+  long count = 0;
+  if ((r = get_enum(denial, "source", AT("source"), CORRAL_ENUM_SOURCE, (int *)&d->source,
+                    err)) < 0 ||
+      (r = json_get_string(denial, "reason", AT("reason"), &d->reason, err)) < 0 ||
+      (r = json_get_bool(denial, "recoverable", AT("recoverable"), &d->recoverable, err)) < 0 ||
+      (r = get_enum(denial, "nextAction", AT("nextAction"), CORRAL_ENUM_NEXT_ACTION,
+                    (int *)&d->next_action, err)) < 0 ||
+      (r = json_get_int(denial, "count", AT("count"), &count, NULL, err)) < 0)
+    return r;
+#undef AT
+  d->count = count;
+  return 0;
+}
+
+/* "denials": every refusal recorded (corral's extension), and how many
+ * more were not listed ("denialsDropped"). */
+static int decode_denials(json_t *root, corral_outcome *out, corral_error *err) {
+  json_t *a = json_object_get(root, "denials");
+  long dropped = 0;
+  int r = json_get_int(root, "denialsDropped", "denialsDropped", &dropped, NULL, err);
+  if (r < 0)
+    return r;
+  out->denials_dropped = dropped;
+  if (!a || json_is_null(a))
+    return 0;
+  if (!json_is_array(a))
+    return error_set(err, CORRAL_EBADJSON, 0, "field `denials`: expected an array");
+  size_t n = json_array_size(a);
+  if (!n)
+    return 0;
+  out->denials = calloc(n, sizeof *out->denials);
+  if (!out->denials)
+    return error_set(err, -ENOMEM, ENOMEM, "out of memory");
+  for (size_t i = 0; i < n; i++) {
+    char where[32];
+    snprintf(where, sizeof where, "denials[%zu]", i);
+    json_t *d = json_array_get(a, i);
+    if (!json_is_object(d))
+      return error_set(err, CORRAL_EBADJSON, 0, "field `%s`: expected an object", where);
+    out->ndenials++;
+    if ((r = decode_denial(d, where, &out->denials[i], err)) < 0)
+      return r;
+  }
+  return 0;
+}
+
 static int decode_outcome(json_t *root, corral_outcome *out, corral_error *err) {
   int r;
   json_t *exit, *denial, *enf, *changes;
@@ -434,27 +495,10 @@ static int decode_outcome(json_t *root, corral_outcome *out, corral_error *err) 
       return r;
     out->exit.code = (int)code;
   }
-  if (denial) {
-    corral_denial *d = &out->denial;
-    json_t *cap = json_object_get(denial, "capability");
-    d->present = true;
-    if (json_is_string(cap)) {
-      /* Accept the flat spelling too: "capability": "workspace_write". */
-      if (!(d->capability.kind = corral_enum_parse(CORRAL_ENUM_CAPABILITY, json_string_value(cap))))
-        return error_set(err, CORRAL_EBADJSON, 0, "field `denial.capability`: unknown value `%s`",
-                         json_string_value(cap));
-    } else if (cap && !json_is_null(cap) &&
-               (r = get_capability(cap, "denial.capability", &d->capability, err)) < 0)
-      return r;
-    if ((r = get_enum(denial, "source", "denial.source", CORRAL_ENUM_SOURCE, (int *)&d->source,
-                      err)) < 0 ||
-        (r = json_get_string(denial, "reason", "denial.reason", &d->reason, err)) < 0 ||
-        (r = json_get_bool(denial, "recoverable", "denial.recoverable", &d->recoverable, err)) <
-            0 ||
-        (r = get_enum(denial, "nextAction", "denial.nextAction", CORRAL_ENUM_NEXT_ACTION,
-                      (int *)&d->next_action, err)) < 0)
-      return r;
-  }
+  if (denial && (r = decode_denial(denial, "denial", &out->denial, err)) < 0)
+    return r;
+  if ((r = decode_denials(root, out, err)) < 0)
+    return r;
   if (enf) {
     corral_enforcement *e = &out->enforcement;
     e->present = true;
@@ -547,6 +591,20 @@ int corral_outcome_from_json(const char *json, size_t len, corral_outcome *out,
  * name (each omitted when there is none), enforcement always (`{}` when
  * unknown) with its empty fields left out, a change's aggregated and
  * count only when set; corral's own fields after. */
+static json_t *denial_json(const corral_denial *d) {
+  const char *source = corral_enum_name(CORRAL_ENUM_SOURCE, (int)d->source),
+             *next = corral_enum_name(CORRAL_ENUM_NEXT_ACTION, (int)d->next_action);
+  json_t *dj = json_object();
+  json_object_set_new(dj, "capability", capability_json(&d->capability));
+  json_object_set_new(dj, "source", json_string(source ? source : ""));
+  json_object_set_new(dj, "reason", json_string(d->reason ? d->reason : ""));
+  json_object_set_new(dj, "recoverable", json_boolean(d->recoverable));
+  json_object_set_new(dj, "nextAction", json_string(next ? next : ""));
+  if (d->count > 1)
+    json_object_set_new(dj, "count", json_integer(d->count));
+  return dj;
+}
+
 json_t *outcome_to_json_value(const corral_outcome *out) {
   json_t *o = json_object();
   char buf[32];
@@ -565,18 +623,16 @@ json_t *outcome_to_json_value(const corral_outcome *out) {
     set_nonempty(ej, "signal", sig);
     json_object_set_new(o, "exit", ej);
   }
-  if (out->denial.present) {
-    const corral_denial *d = &out->denial;
-    const char *source = corral_enum_name(CORRAL_ENUM_SOURCE, (int)d->source),
-               *next = corral_enum_name(CORRAL_ENUM_NEXT_ACTION, (int)d->next_action);
-    json_t *dj = json_object();
-    json_object_set_new(dj, "capability", capability_json(&d->capability));
-    json_object_set_new(dj, "source", json_string(source ? source : ""));
-    json_object_set_new(dj, "reason", json_string(d->reason ? d->reason : ""));
-    json_object_set_new(dj, "recoverable", json_boolean(d->recoverable));
-    json_object_set_new(dj, "nextAction", json_string(next ? next : ""));
-    json_object_set_new(o, "denial", dj);
+  if (out->denial.present)
+    json_object_set_new(o, "denial", denial_json(&out->denial));
+  if (out->ndenials) {
+    json_t *a = json_array();
+    for (size_t i = 0; i < out->ndenials; i++)
+      json_array_append_new(a, denial_json(&out->denials[i]));
+    json_object_set_new(o, "denials", a);
   }
+  if (out->denials_dropped)
+    json_object_set_new(o, "denialsDropped", json_integer(out->denials_dropped));
   const corral_enforcement *e = &out->enforcement;
   json_t *ej = json_object();
   set_nonempty(ej, "backend", e->backend);

@@ -48,6 +48,8 @@
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <termios.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -55,6 +57,7 @@
 #include <time.h>
 
 #include "internal.h"
+#include "proxy.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
@@ -704,12 +707,56 @@ static int pty_inside(int sock, int report_fd, int stdio[3]) {
   return 0;
 }
 
+/* Network mode filter: the proxies' listeners, made here in the sandbox's
+ * network namespace (init is in it after the adapter's setup) and sent
+ * to the supervisor, which accepts and relays from outside.  The command
+ * starts after they listen, so it cannot take their ports first.  0, or
+ * -1 after reporting. */
+static int proxy_listen(int sock, int report_fd) {
+  static const unsigned short ports[2] = {PROXY_HTTP_PORT, PROXY_SOCKS_PORT};
+  int fds[2] = {-1, -1}, one = 1;
+  for (int i = 0; i < 2; i++) {
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(ports[i]),
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fds[i] < 0 || setsockopt(fds[i], SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
+        bind(fds[i], (struct sockaddr *)&sa, sizeof sa) < 0 || listen(fds[i], 512) < 0) {
+      report_write(report_fd, REPORT_SETUP_FAILED, errno, 0,
+                   i ? "network: the SOCKS proxy's listener" : "network: the HTTP proxy's listener");
+      return -1;
+    }
+  }
+  char ctrl[CMSG_SPACE(sizeof fds)] __attribute__((aligned(8)));
+  memset(ctrl, 0, sizeof ctrl);
+  char byte = 'p';
+  struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+  struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctrl,
+                       .msg_controllen = sizeof ctrl};
+  struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof fds);
+  memcpy(CMSG_DATA(c), fds, sizeof fds);
+  ssize_t r;
+  do
+    r = sendmsg(sock, &msg, MSG_NOSIGNAL);
+  while (r < 0 && errno == EINTR);
+  int e = errno;
+  close(fds[0]), close(fds[1]), close(sock);
+  if (r != 1) {
+    report_write(report_fd, REPORT_SETUP_FAILED, e, 0, "network: handing the proxies over");
+    return -1;
+  }
+  return 0;
+}
+
 /* The command runs on this stack until its execve; init is suspended
  * meanwhile (vfork semantics), so one static stack serves. */
 static char command_stack[64 * 1024] __attribute__((aligned(16)));
 
 static _Noreturn void init_main(const launch_plan *plan, int stdio[3], int report_fd,
-                                int pty_sock, pid_t parent, struct watched *watch_table) {
+                                int pty_sock, int proxy_sock, pid_t parent,
+                                struct watched *watch_table) {
   watched = watch_table;
   bool pid_ns = (plan->clone_flags & CLONE_NEWPID) != 0;
   struct init_state st = {.command = -1, .watch_fd = -1, .plan = plan};
@@ -760,6 +807,8 @@ static _Noreturn void init_main(const launch_plan *plan, int stdio[3], int repor
     _exit(125);
   }
 
+  if (plan->proxy && proxy_listen(proxy_sock, report_fd) < 0)
+    _exit(125);
   if (plan->pty_inside && pty_inside(pty_sock, report_fd, stdio) < 0)
     _exit(125);
 
@@ -911,17 +960,27 @@ static _Noreturn void init_main(const launch_plan *plan, int stdio[3], int repor
 
 int launch_start(const launch_plan *plan, int stdin_fd, int stdout_fd, int stderr_fd,
                  launch_child *child, corral_error *err) {
-  int report[2], pty[2] = {-1, -1};
+  int report[2], pty[2] = {-1, -1}, px[2] = {-1, -1};
   child->pid = -1;
   child->pidfd = -1;
   child->report_fd = -1;
   child->pty_sock = -1;
+  child->proxy_sock = -1;
   if (plan->pty_inside && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pty) < 0)
     return error_sys(err, "creating the terminal's socket");
+  if (plan->proxy && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, px) < 0) {
+    int e = errno;
+    if (pty[0] >= 0)
+      close(pty[0]), close(pty[1]);
+    errno = e;
+    return error_sys(err, "creating the proxies' socket");
+  }
   if (pipe2(report, O_CLOEXEC) < 0) {
     int e = errno;
     if (pty[0] >= 0)
       close(pty[0]), close(pty[1]);
+    if (px[0] >= 0)
+      close(px[0]), close(px[1]);
     errno = e;
     return error_sys(err, "creating the report pipe");
   }
@@ -932,6 +991,8 @@ int launch_start(const launch_plan *plan, int stdin_fd, int stdout_fd, int stder
     close(report[0]), close(report[1]);
     if (pty[0] >= 0)
       close(pty[0]), close(pty[1]);
+    if (px[0] >= 0)
+      close(px[0]), close(px[1]);
     return error_set(err, -ENOMEM, ENOMEM, "out of memory");
   }
   /* sync 1 */
@@ -942,6 +1003,8 @@ int launch_start(const launch_plan *plan, int stdin_fd, int stdout_fd, int stder
     close(report[0]), close(report[1]);
     if (pty[0] >= 0)
       close(pty[0]), close(pty[1]);
+    if (px[0] >= 0)
+      close(px[0]), close(px[1]);
     errno = e;
     return error_sys(err, "clone3 of the sandbox init (flags %#lx)", plan->clone_flags);
   }
@@ -950,13 +1013,18 @@ int launch_start(const launch_plan *plan, int stdin_fd, int stdout_fd, int stder
     close(report[0]);
     if (pty[0] >= 0)
       close(pty[0]);
-    init_main(plan, stdio, report[1], pty[1], parent, table);
+    if (px[0] >= 0)
+      close(px[0]);
+    init_main(plan, stdio, report[1], pty[1], px[1], parent, table);
   }
   free(table); /* init has its own copy */
   close(report[1]);
   if (pty[1] >= 0)
     close(pty[1]);
+  if (px[1] >= 0)
+    close(px[1]);
   child->pty_sock = pty[0];
+  child->proxy_sock = px[0];
   fcntl(report[0], F_SETFL, O_NONBLOCK);
   child->pid = pid;
   child->pidfd = pidfd;

@@ -97,6 +97,7 @@ void launch_report_parse(launch_report *r, const void *buf, size_t len);
 void report_write(int fd, enum report_type type, int value, int aux, const char *text);
 
 struct launch_plan;
+struct net_rules;
 /* Adapter hooks.  `init_setup` runs inside init before the command is forked;
  * it must not allocate (the caller may be multithreaded) and reports failure
  * with REPORT_SETUP_FAILED before returning -1. */
@@ -123,6 +124,11 @@ typedef struct launch_plan {
    * master over (launch_pty_receive); stdio given to launch_start is not
    * used.  Only with own_dev. */
   bool pty_inside;
+  /* Network mode filter: init listens on the sandbox's loopback for the
+   * proxies (proxy.h) and hands the listeners to the supervisor
+   * (child->proxy_sock) before the command starts; these are the rules
+   * the supervisor's proxy holds connections to (borrowed), NULL: none. */
+  const struct net_rules *proxy;
   launch_init_setup_fn init_setup;
   launch_command_setup_fn command_setup; /* or NULL */
   /* Init is alone in a Landlock domain that scopes signals, the command's
@@ -163,6 +169,7 @@ typedef struct launch_child {
   int pidfd;       /* signals go through this, never through pid */
   int report_fd;   /* read end of the report pipe, non-blocking */
   int pty_sock;    /* with pty_inside: where init hands the master over, else -1 */
+  int proxy_sock;  /* with proxy: where init hands the listeners over, else -1 */
 } launch_child;
 
 /* Starts init with stdio on the given descriptors (not consumed).

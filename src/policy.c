@@ -84,6 +84,7 @@ void corral_policy_free(corral_policy *p) {
     return;
   for (int i = 0; i < POLICY_NLISTS; i++)
     path_list_free(&p->lists[i]);
+  net_rules_free(&p->net);
   free(p);
 }
 
@@ -101,6 +102,12 @@ corral_policy *policy_copy(const corral_policy *src) {
         free(p);
         return NULL;
       }
+    }
+    if (net_rules_copy(&p->net, &src->net) < 0) {
+      for (int k = 0; k < POLICY_NLISTS; k++)
+        path_list_free(&p->lists[k]);
+      free(p);
+      return NULL;
     }
   }
   return p;
@@ -123,7 +130,37 @@ void corral_policy_clear(corral_policy *p, corral_policy_list list) {
 }
 
 void corral_policy_set_enforce(corral_policy *p, bool v) { p->enforce = v; }
-void corral_policy_set_network(corral_policy *p, bool v) { p->network_allow = v; }
+void corral_policy_set_network(corral_policy *p, bool v) {
+  p->network_allow = v;
+  p->network_filter = false;
+}
+
+void corral_policy_set_network_filter(corral_policy *p) {
+  p->network_allow = false;
+  p->network_filter = true;
+}
+
+int corral_policy_add_domain(corral_policy *p, const char *entry, bool deny, const char *reason,
+                             corral_error *err) {
+  const char *why = "";
+  int r = entry ? net_rules_add(&p->net, entry, deny, reason, &why) : -EINVAL;
+  if (r == -ENOMEM)
+    return error_set(err, -ENOMEM, ENOMEM, "out of memory");
+  if (r < 0)
+    return error_set(err, CORRAL_EINVALID, EINVAL, "domain `%s`: %s", entry ? entry : "", why);
+  return 0;
+}
+
+int corral_policy_allow_addresses(corral_policy *p, const char *range, corral_error *err) {
+  const char *why = "";
+  int r = range ? net_rules_allow_range(&p->net, range, &why) : -EINVAL;
+  if (r == -ENOMEM)
+    return error_set(err, -ENOMEM, ENOMEM, "out of memory");
+  if (r < 0)
+    return error_set(err, CORRAL_EINVALID, EINVAL, "address range `%s`: %s", range ? range : "",
+                     why);
+  return 0;
+}
 void corral_policy_set_block_unix_sockets(corral_policy *p, bool v) { p->block_unix = v; }
 void corral_policy_set_temp(corral_policy *p, bool v) { p->temp = v; }
 void corral_policy_set_workspace_writable(corral_policy *p, bool v) { p->workspace_writable = v; }
@@ -199,6 +236,39 @@ static int choice(json_t *root, const char *key, const char *a, const char *b, b
   return 0;
 }
 
+/* "allowDomains": ["host", "*.domain", "host:port"], "denyDomains": the
+ * same or {"domain": D, "reason": R}, "allowAddresses": ["10.1.0.0/16"]. */
+static int decode_network_list(const char *key, json_t *v, corral_policy *p,
+                               corral_error *err) {
+  if (!json_is_array(v))
+    return error_set(err, CORRAL_EBADJSON, 0, "field `%s`: expected an array", key);
+  bool deny = strcmp(key, "denyDomains") == 0, ranges = strcmp(key, "allowAddresses") == 0;
+  size_t k;
+  json_t *item;
+  json_array_foreach(v, k, item) {
+    const char *entry = json_string_value(item), *reason = NULL;
+    if (deny && json_is_object(item)) {
+      entry = json_string_value(json_object_get(item, "domain"));
+      json_t *rs = json_object_get(item, "reason");
+      reason = json_string_value(rs);
+      if (rs && !reason)
+        return error_set(err, CORRAL_EBADJSON, 0, "field `%s[%zu].reason`: expected a string",
+                         key, k);
+    }
+    if (!entry)
+      return error_set(err, CORRAL_EBADJSON, 0, "field `%s[%zu]`: expected %s", key, k,
+                       deny ? "a string or {\"domain\", \"reason\"}" : "a string");
+    corral_error e = {0};
+    int r = ranges ? corral_policy_allow_addresses(p, entry, &e)
+                   : corral_policy_add_domain(p, entry, deny, reason, &e);
+    if (r == -ENOMEM)
+      return error_set(err, -ENOMEM, ENOMEM, "out of memory");
+    if (r < 0)
+      return error_set(err, CORRAL_EBADJSON, 0, "field `%s[%zu]`: %s", key, k, e.message);
+  }
+  return 0;
+}
+
 static int decode_policy(json_t *root, corral_policy *p, corral_error *err) {
   const char *key;
   json_t *v;
@@ -234,8 +304,17 @@ static int decode_policy(json_t *root, corral_policy *p, corral_error *err) {
       if ((r = choice(root, key, "enforce", "disabled", &b, err)) == 0)
         p->enforce = !b;
     } else if (strcmp(key, "network") == 0) {
-      if ((r = choice(root, key, "deny", "allow", &b, err)) == 0)
-        p->network_allow = b;
+      const char *s = json_string_value(v);
+      if (s && strcmp(s, "filter") == 0)
+        corral_policy_set_network_filter(p);
+      else if ((r = choice(root, key, "deny", "allow", &b, err)) == 0)
+        corral_policy_set_network(p, b);
+      if (r < 0)
+        return error_set(err, CORRAL_EBADJSON, 0,
+                         "field `network`: expected \"deny\", \"allow\" or \"filter\"");
+    } else if (strcmp(key, "allowDomains") == 0 || strcmp(key, "denyDomains") == 0 ||
+               strcmp(key, "allowAddresses") == 0) {
+      r = decode_network_list(key, v, p, err);
     } else if (strcmp(key, "blockUnixSockets") == 0) {
       r = json_get_bool(root, key, key, &p->block_unix, err);
     } else if (strcmp(key, "writableTemp") == 0) {
@@ -1415,6 +1494,8 @@ int profile_resolve(const corral_policy *p, char *const *roots, size_t nroots, s
   memset(pr, 0, sizeof *pr);
   pr->enforce = p->enforce;
   pr->network_allow = p->network_allow;
+  pr->network_filter = p->network_filter;
+  pr->net = &p->net;
   limits_resolve(p->limits, pr->limits);
   pr->block_unix = p->block_unix;
   const struct path_list *L = p->lists;
@@ -1528,6 +1609,35 @@ static json_t *list_json(const struct path_list *l) {
   return a;
 }
 
+/* `corral policy`'s view of the network rules, deny entries first as
+ * they are checked. */
+static json_t *net_rules_json(const struct net_rules *r) {
+  json_t *o = json_object(), *allow = json_array(), *deny = json_array(), *ranges = json_array();
+  for (size_t i = 0; i < r->n; i++) {
+    char e[NET_HOST_MAX + 16];
+    net_rule_format(&r->v[i], e, sizeof e);
+    if (!r->v[i].deny)
+      json_array_append_new(allow, json_string(e));
+    else if (r->v[i].reason)
+      json_array_append_new(deny, json_pack("{s:s,s:s}", "domain", e, "reason", r->v[i].reason));
+    else
+      json_array_append_new(deny, json_string(e));
+  }
+  for (size_t i = 0; i < r->nallowed; i++) {
+    char e[64];
+    net_range_format(&r->allowed[i], e, sizeof e);
+    json_array_append_new(ranges, json_string(e));
+  }
+  json_object_set_new(o, "denyDomains", deny);
+  json_object_set_new(o, "allowDomains", allow);
+  json_object_set_new(o, "portsWithoutOne", json_string("80, 443"));
+  json_object_set_new(o, "refusedAddresses", json_string(NET_GUARDED_TEXT));
+  json_object_set_new(o, "allowAddresses", ranges);
+  json_object_set_new(o, "httpProxy", json_string("http://127.0.0.1:3128"));
+  json_object_set_new(o, "socksProxy", json_string("socks5h://127.0.0.1:1080"));
+  return o;
+}
+
 json_t *profile_to_json(const struct profile *pr) {
   json_t *o = json_object();
   json_object_set_new(o, "mode", json_string(pr->enforce ? "enforce" : "disabled"));
@@ -1541,7 +1651,11 @@ json_t *profile_to_json(const struct profile *pr) {
   json_object_set_new(o, "platformRoots", list_json(&pr->platform_roots));
   json_object_set_new(o, "protectedNames", list_json(&pr->protected_names));
   json_object_set_new(o, "allowProtected", list_json(&pr->allow_protected));
-  json_object_set_new(o, "network", json_string(pr->network_allow ? "allow" : "deny"));
+  json_object_set_new(o, "network", json_string(pr->network_allow    ? "allow"
+                                                : pr->network_filter ? "filter"
+                                                                     : "deny"));
+  if (pr->network_filter)
+    json_object_set_new(o, "networkRules", net_rules_json(pr->net));
   json_object_set_new(o, "blockUnixSockets", json_boolean(pr->block_unix));
   json_t *lim = json_object();
   for (int i = 1; i < CORRAL_LIMIT_COUNT; i++)

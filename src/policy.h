@@ -8,6 +8,7 @@
 #include <jansson.h>
 
 #include "corral.h"
+#include "netrules.h"
 
 struct path_list {
   char **v;
@@ -20,6 +21,8 @@ struct path_list {
 struct corral_policy {
   bool enforce;
   bool network_allow;
+  bool network_filter;      /* `filter`: by name through the proxy (network_allow false) */
+  struct net_rules net;
   bool block_unix;
   bool temp;                /* /tmp and $TMPDIR writable */
   bool workspace_writable;
@@ -31,6 +34,8 @@ struct corral_policy {
 struct profile {
   bool enforce;
   bool network_allow;
+  bool network_filter;
+  const struct net_rules *net;   /* the policy's, borrowed: it outlives the profile */
   bool block_unix;
   bool restricted_read;          /* read roots do not include "/" */
   struct path_list read_roots;

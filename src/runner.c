@@ -22,6 +22,7 @@
 #include "adapter.h"
 #include "internal.h"
 #include "json_util.h"
+#include "proxy.h"
 #include "runner.h"
 #include "watcher.h"
 
@@ -166,6 +167,7 @@ struct loop {
   size_t stdin_left;
   struct report_buf report;
   struct watcher *watch; /* the change report's, applied as the command runs */
+  struct proxy *proxy;   /* network mode filter: the run's connections */
 };
 
 static void write_stdin(struct loop *l) {
@@ -232,6 +234,10 @@ static int supervise(const corral_run_options *o, launch_plan *plan, struct loop
     goto out;
   f->adapter_owns_launch = plan->adapter_owns_launch;
   f->process_id = child.pid;
+  if (plan->proxy && (l->proxy = proxy_new(plan->proxy)))
+    proxy_attach(l->proxy, child.proxy_sock); /* it owns the socket now */
+  else if (child.proxy_sock >= 0)
+    close(child.proxy_sock); /* init's handover fails: the run is a setup failure */
 
   int64_t deadline = o->timeout_ms > 0 ? mono_ms() + o->timeout_ms : -1;
   int64_t escalate_at = -1, drain_until = -1;
@@ -242,8 +248,9 @@ static int supervise(const corral_run_options *o, launch_plan *plan, struct loop
      * that the tree is gone (its own exit is then not waited for). */
     if (!out_open && !err_open && (f->init_reaped || report_buf_exited(&l->report)))
       break;
-    struct pollfd p[7];
+    struct pollfd p[8];
     int n = 0, i_out = -1, i_err = -1, i_in = -1, i_rep = -1, i_pid = -1, i_can = -1, i_w = -1;
+    int i_px = -1;
     if (out_open)
       p[i_out = n++] = (struct pollfd){.fd = l->out.fd, .events = POLLIN};
     if (err_open)
@@ -260,6 +267,8 @@ static int supervise(const corral_run_options *o, launch_plan *plan, struct loop
      * command makes is watched within moments, not after it is gone. */
     if (l->watch && watcher_fd(l->watch) >= 0)
       p[i_w = n++] = (struct pollfd){.fd = watcher_fd(l->watch), .events = POLLIN};
+    if (l->proxy)
+      p[i_px = n++] = (struct pollfd){.fd = proxy_fd(l->proxy), .events = POLLIN};
 
     int64_t now = mono_ms(), wake = -1;
     if (!ending && deadline >= 0)
@@ -287,6 +296,8 @@ static int supervise(const corral_run_options *o, launch_plan *plan, struct loop
       report_buf_read(&l->report, child.report_fd);
     if (i_w >= 0 && p[i_w].revents)
       watcher_process(l->watch);
+    if (i_px >= 0 && p[i_px].revents)
+      proxy_process(l->proxy);
     if (i_can >= 0 && p[i_can].revents && !ending) {
       f->cancelled = true;
       ending = true;
@@ -404,7 +415,10 @@ int corral_run(const corral_run_options *o, corral_result *res, corral_error *er
     conclude_outcome(ad, &plan, &l.report, &f, req->name, &res->outcome, note, sizeof note);
     if (note[0])
       capture_append(&l.errc, note);
+    if (proxy_conclude(l.proxy, &res->outcome) < 0)
+      capture_append(&l.errc, "corral: out of memory listing the proxy's refusals\n");
   }
+  proxy_free(l.proxy);
   capture_take(&l.out, &res->stdout_data, &res->stdout_len, &res->stdout_truncated);
   capture_take(&l.errc, &res->stderr_data, &res->stderr_len, &res->stderr_truncated);
   if (l.out.fd >= 0)

@@ -163,6 +163,13 @@ static int landlock_prepare(corral_adapter *ad, const corral_request *req, launc
   if (r < 0)
     return r;
   struct linux_plan *lp = plan->adapter_data;
+  /* Without a network namespace of its own, the command would reach the
+   * host's loopback, and through it anything listening there. */
+  if (lp->profile.network_filter)
+    return error_set(err, CORRAL_EINVALID, EINVAL,
+                     "network mode `filter` needs the linux adapter (a private network "
+                     "namespace for the proxies); the landlock-only adapter can only deny or "
+                     "allow the network");
   limits_plan(&plan->limits, lp->profile.limits, plan->clone_flags);
   char gap[600] = "";
   if (lp->landlock_abi <= 0)

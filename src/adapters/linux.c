@@ -120,6 +120,7 @@ static int linux_prepare(corral_adapter *ad, const corral_request *req, launch_p
     return error_set(err, -ENOMEM, ENOMEM, "out of memory");
   plan->init_setup = linux_init_setup;
   plan->own_dev = true; /* mounts.c builds it, with a devpts of its own */
+  plan->proxy = lp->profile.network_filter ? lp->profile.net : NULL;
   if (enforcement_set(enf, "linux", CORRAL_LEVEL_NATIVE, NULL) < 0)
     return error_set(err, -ENOMEM, ENOMEM, "out of memory");
   return 0;

@@ -62,11 +62,29 @@ int policy_flag(struct policy_flags *pf, int id, const char *value) {
       pf->network = 1;
     else if (strcmp(value, "allow") == 0)
       pf->network = 2;
+    else if (strcmp(value, "filter") == 0)
+      pf->network = 3;
     else {
-      fprintf(stderr, "%s: --network: expected `deny` or `allow`, got `%s`\n", cli_command, value);
+      fprintf(stderr, "%s: --network: expected `deny`, `allow` or `filter`, got `%s`\n",
+              cli_command, value);
       return -1;
     }
     return 0;
+  case PF_ALLOW_DOMAIN:
+  case PF_DENY_DOMAIN: {
+    size_t len = strlen(value) + 2;
+    char *e = malloc(len);
+    if (!e)
+      return -1;
+    snprintf(e, len, "%c%s", id == PF_ALLOW_DOMAIN ? '+' : '-', value);
+    if (push(&pf->domains, &pf->ndomains, e) < 0) {
+      free(e);
+      return -1;
+    }
+    return 0;
+  }
+  case PF_ALLOW_ADDRESS:
+    return push(&pf->addresses, &pf->naddresses, value);
   case PF_NO_TEMP:
     pf->no_temp = true;
     return 0;
@@ -117,6 +135,10 @@ int policy_flag(struct policy_flags *pf, int id, const char *value) {
 void policy_flags_free(struct policy_flags *pf) {
   for (int i = 0; i < 9; i++)
     free(pf->lists[i]);
+  for (size_t i = 0; i < pf->ndomains; i++)
+    free(pf->domains[i]);
+  free(pf->domains);
+  free(pf->addresses);
   free(pf->workspaces);
 }
 
@@ -186,8 +208,31 @@ corral_policy *policy_flags_build(const struct policy_flags *pf, char **roots, s
   for (int l = 1; l < 9; l++)
     for (size_t i = 0; i < pf->nlists[l]; i++)
       corral_policy_add(p, (corral_policy_list)l, pf->lists[l][i]);
-  if (pf->network)
+  if ((pf->ndomains || pf->naddresses) && (pf->network == 1 || pf->network == 2)) {
+    fprintf(stderr, "corral: --allow-domain, --deny-domain and --allow-address need "
+                    "--network filter, not `%s`\n", pf->network == 1 ? "deny" : "allow");
+    corral_policy_free(p);
+    return NULL;
+  }
+  if (pf->network == 3 || pf->ndomains)
+    corral_policy_set_network_filter(p);
+  else if (pf->network)
     corral_policy_set_network(p, pf->network == 2);
+  for (size_t i = 0; i < pf->ndomains && r == 0; i++) {
+    char entry[512];
+    snprintf(entry, sizeof entry, "%s", pf->domains[i] + 1);
+    char *reason = pf->domains[i][0] == '-' ? strchr(entry, '=') : NULL;
+    if (reason)
+      *reason++ = '\0';
+    r = corral_policy_add_domain(p, entry, pf->domains[i][0] == '-', reason, &err);
+  }
+  for (size_t i = 0; i < pf->naddresses && r == 0; i++)
+    r = corral_policy_allow_addresses(p, pf->addresses[i], &err);
+  if (r < 0) {
+    fprintf(stderr, "corral: %s\n", err.message);
+    corral_policy_free(p);
+    return NULL;
+  }
   if (pf->no_temp)
     corral_policy_set_temp(p, false);
   if (pf->read_only)
@@ -493,6 +538,21 @@ void cli_report_outcome(const corral_outcome *o) {
   /* Classification gives an ordinary failure of the command no message:
    * one that has one is worth saying. */
   bool say = o->message && o->kind != CORRAL_KIND_SUCCESS;
+  /* Each refusal in one line, after the command's own output. */
+  for (size_t i = 0; i < o->ndenials; i++) {
+    const corral_denial *d = &o->denials[i];
+    const char *scope = d->capability.scope ? d->capability.scope : "";
+    bool unlisted = d->reason && strstr(d->reason, "not in the policy's allowed domains");
+    char times[32] = "";
+    if (d->count > 1)
+      snprintf(times, sizeof times, " (%ld times)", d->count);
+    fprintf(stderr, "corral: %s%s%s%s\n", d->reason ? d->reason : scope, times,
+            unlisted ? "; allow with --allow-domain " : "", unlisted ? scope : "");
+    if (say && d->reason && strcmp(d->reason, o->message) == 0)
+      say = false; /* said just now */
+  }
+  if (o->denials_dropped)
+    fprintf(stderr, "corral: and %ld more refusals not listed\n", o->denials_dropped);
   if (say && o->limit.present && o->limit.which > 0 && o->limit.which < CORRAL_LIMIT_COUNT)
     fprintf(stderr, "corral: %s (raise it with --%s)\n", o->message,
             limit_flag((int)o->limit.which)->name);

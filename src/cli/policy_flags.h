@@ -29,6 +29,9 @@ enum {
   PF_CPU_TIME,
   PF_MAX_FILE_SIZE,
   PF_MAX_OPEN_FILES,
+  PF_ALLOW_DOMAIN,
+  PF_DENY_DOMAIN,
+  PF_ALLOW_ADDRESS,
 };
 
 #define POLICY_FLAG_OPTIONS                                                                   \
@@ -46,8 +49,17 @@ enum {
        "writable although protected: a `.agents`, a repository's `.git` (repeatable)"},      \
       {"read-root", "PATH", PF_READ_ROOT,                                                     \
        "restrict reads to the platform roots, the write roots and these (default: all of /)"},       \
-      {"network", "deny|allow", PF_NETWORK,                                                   \
-       "network access (default: deny; loopback inside still works)"},                        \
+      {"network", "deny|allow|filter", PF_NETWORK,                                            \
+       "network access (default: deny; loopback inside still works; filter: by name "         \
+       "through corral's proxy)"},                                                           \
+      {"allow-domain", "HOST[:PORT]", PF_ALLOW_DOMAIN,                                        \
+       "reachable through the proxy: a host or *.domain, ports 80 and 443 without one "       \
+       "(repeatable; implies --network filter)"},                                            \
+      {"deny-domain", "HOST[:PORT][=REASON]", PF_DENY_DOMAIN,                                 \
+       "refused even if allowed, with the reason shown (repeatable)"},                        \
+      {"allow-address", "CIDR", PF_ALLOW_ADDRESS,                                             \
+       "an allowed name may resolve here although private, loopback or this host's "          \
+       "(repeatable)"},                                                                      \
       {"no-temp", NULL, PF_NO_TEMP, "do not make /tmp and $TMPDIR writable"},                  \
       {"read-only", NULL, PF_READ_ONLY, "the workspace roots are read-only too"},              \
       {"block-unix-sockets", NULL, PF_BLOCK_UNIX, "creating AF_UNIX sockets fails"},           \
@@ -73,7 +85,11 @@ struct policy_flags {
   size_t nlists[9];
   char **workspaces;
   size_t nworkspaces;
-  int network; /* 0 unset, 1 deny, 2 allow */
+  int network; /* 0 unset, 1 deny, 2 allow, 3 filter */
+  char **domains; /* --allow-domain / --deny-domain, in order: "+entry" or "-entry[=reason]" */
+  size_t ndomains;
+  char **addresses; /* --allow-address */
+  size_t naddresses;
   bool no_temp, read_only, block_unix, allow_degraded, unsandboxed;
   bool given;              /* any policy option was given (they beat a request's) */
   const char *unsandboxed_why; /* why there is no sandbox, when not --unsandboxed */

@@ -71,7 +71,26 @@ int environment_prepare(char ***envp, size_t *envc, const struct profile *pr,
   int r = 0;
   r |= env_set(envp, envc, "CORRAL_SANDBOXED", "1");
   r |= env_set(envp, envc, "CORRAL_SANDBOX_BACKEND", backend);
-  r |= env_set(envp, envc, "CORRAL_SANDBOX_NETWORK", pr->network_allow ? "allow" : "deny");
+  r |= env_set(envp, envc, "CORRAL_SANDBOX_NETWORK",
+               pr->network_allow ? "allow" : pr->network_filter ? "filter" : "deny");
+  if (pr->network_filter) {
+    /* The proxies init listens on (proxy.h), in the spellings tools read:
+     * curl, git, pip and go the variables in either case; npm its own;
+     * Node's own fetch and http only with NODE_USE_ENV_PROXY. */
+    static const struct {
+      const char *var, *value;
+    } proxy_env[] = {
+        {"HTTP_PROXY", "http://127.0.0.1:3128"},  {"http_proxy", "http://127.0.0.1:3128"},
+        {"HTTPS_PROXY", "http://127.0.0.1:3128"}, {"https_proxy", "http://127.0.0.1:3128"},
+        {"ALL_PROXY", "socks5h://127.0.0.1:1080"}, {"all_proxy", "socks5h://127.0.0.1:1080"},
+        {"NO_PROXY", "localhost,127.0.0.1,::1"},  {"no_proxy", "localhost,127.0.0.1,::1"},
+        {"npm_config_proxy", "http://127.0.0.1:3128"},
+        {"npm_config_https_proxy", "http://127.0.0.1:3128"},
+        {"NODE_USE_ENV_PROXY", "1"},
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(proxy_env); i++)
+      r |= env_set(envp, envc, proxy_env[i].var, proxy_env[i].value);
+  }
   if (runtime) {
     char buf[4200];
     static const struct {

@@ -1,0 +1,1015 @@
+/*
+ * proxy.c — the supervisor's proxy engine for network mode `filter`
+ * (proxy.h says what it is for).
+ *
+ * One epoll set: the handover socket, the two listeners, the lookups'
+ * socket, a timer, and both ends of every connection.  Each connection
+ * goes HEAD (reading the request) -> LOOKUP (names resolved in a thread of
+ * its own: getaddrinfo blocks) -> CONNECT (non-blocking, from the host's
+ * namespace) -> RELAY, or to CLOSING with the refusal written first.
+ * Buffers are taken only while bytes are in flight, so an idle tunnel
+ * costs its two descriptors and this struct.  Connections are freed after
+ * the batch of events that may still name them.
+ */
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+
+#include "internal.h"
+#include "proxy.h"
+
+#define BUF_SIZE (64 * 1024)
+#define CONN_MAX 4096                /* connections at once, per run */
+#define BUFFERED_MAX (64 << 20)      /* bytes in flight, per run */
+#define HEAD_TIMEOUT_MS 10000        /* to send the request */
+#define CONNECT_TIMEOUT_MS 20000     /* lookup and connect */
+#define LOOKUPS_MAX 8                /* threads resolving at once */
+#define ADDRS_MAX 8
+
+enum tag_kind { T_HANDOVER = 1, T_LISTEN, T_LOOKUP, T_TIMER, T_CLIENT, T_UPSTREAM };
+
+struct tag {
+  enum tag_kind kind;
+  struct conn *c;
+  int fd;
+  bool socks; /* T_LISTEN: which one */
+};
+
+struct buf {
+  char *data; /* BUF_SIZE bytes while in use */
+  size_t off, len;
+};
+
+enum conn_state { S_HEAD, S_LOOKUP, S_CONNECT, S_RELAY, S_CLOSING, S_DEAD };
+
+struct lookup;
+
+struct conn {
+  struct proxy *px;
+  struct conn *next, *prev;
+  struct conn *qnext;        /* waiting for a lookup thread, or starved */
+  struct tag ct, ut;
+  int cfd, ufd;
+  uint32_t cmask, umask;     /* what epoll has for each (0: not added) */
+  bool socks, waiting, starved;
+  bool greeted;              /* SOCKS: the greeting is answered */
+  bool tunnel_reply;         /* CONNECT: "200" once the upstream is connected */
+  enum conn_state st;
+  char *head;                /* HEAD: the request so far (PROXY_HEAD_MAX bytes) */
+  size_t hlen;
+  char host[NET_HOST_MAX + 1];
+  int port;
+  struct sockaddr_storage addrs[ADDRS_MAX];
+  socklen_t alens[ADDRS_MAX];
+  int naddrs, tried;
+  int64_t deadline;          /* -1: none (relaying) */
+  struct buf up, down;       /* client -> upstream, upstream -> client */
+  bool c_eof, u_eof;         /* read ends done */
+  bool c_shut, u_shut;       /* write ends shut after the other side's EOF */
+  struct lookup *lk;
+};
+
+/* Shared with the lookup threads: the socket they answer on, and whether
+ * the proxy is still there to read it (under the lock). */
+struct lookups {
+  pthread_mutex_t lock;
+  bool closed;
+  int refs;
+  int sock[2];
+};
+
+struct lookup {
+  struct lookups *sh;
+  struct conn *c; /* NULL once the connection is gone (main thread only) */
+  char host[NET_HOST_MAX + 1];
+  struct addrinfo *res;
+  int rc;
+};
+
+struct record {
+  char scope[NET_HOST_MAX + 16];
+  char *reason;
+  long count;
+};
+
+struct proxy {
+  const struct net_rules *rules;
+  int ep, timer, handover;
+  int listen[2];
+  struct tag handover_tag, listen_tag[2], lookup_tag, timer_tag;
+  struct conn *conns, *dead, *queue, *starved;
+  size_t nconns, pending, buffered;
+  int nlookups;
+  bool timer_armed;
+  struct lookups *lookups;
+  struct net_range *own;
+  size_t nown;
+  bool own_known;
+  struct record records[PROXY_DENIALS_MAX];
+  size_t nrecords;
+  long dropped;
+  char (*hosts)[2][NET_HOST_MAX + 1]; /* CORRAL_PROXY_HOSTS: name, address */
+  size_t nhosts;
+};
+
+/* ------------------------------------------------------------ records */
+
+static void record(struct proxy *p, const char *host, int port, const char *why) {
+  char scope[sizeof p->records[0].scope];
+  snprintf(scope, sizeof scope, strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, port);
+  for (size_t i = 0; i < p->nrecords; i++)
+    if (strcmp(p->records[i].scope, scope) == 0 && strcmp(p->records[i].reason, why) == 0) {
+      p->records[i].count++;
+      return;
+    }
+  char *r = p->nrecords < PROXY_DENIALS_MAX ? strdup(why) : NULL;
+  if (!r) {
+    p->dropped++;
+    return;
+  }
+  struct record *rec = &p->records[p->nrecords++];
+  snprintf(rec->scope, sizeof rec->scope, "%s", scope);
+  rec->reason = r;
+  rec->count = 1;
+}
+
+/* ------------------------------------------------------------ epoll */
+
+static void set_mask(struct proxy *p, int fd, struct tag *t, uint32_t *have, uint32_t want) {
+  if (fd < 0 || *have == want)
+    return;
+  struct epoll_event ev = {.events = want, .data.ptr = t};
+  if (*have == 0)
+    epoll_ctl(p->ep, EPOLL_CTL_ADD, fd, &ev);
+  else
+    epoll_ctl(p->ep, EPOLL_CTL_MOD, fd, &ev);
+  *have = want ? want : 0;
+}
+
+static void add_fd(struct proxy *p, int fd, struct tag *t) {
+  struct epoll_event ev = {.events = EPOLLIN, .data.ptr = t};
+  epoll_ctl(p->ep, EPOLL_CTL_ADD, fd, &ev);
+}
+
+static void arm_timer(struct proxy *p, bool on) {
+  if (on == p->timer_armed)
+    return;
+  struct itimerspec its = {{on ? 1 : 0, 0}, {on ? 1 : 0, 0}};
+  timerfd_settime(p->timer, 0, &its, NULL);
+  p->timer_armed = on;
+}
+
+/* ------------------------------------------------------------ buffers */
+
+static bool buf_take(struct proxy *p, struct conn *c, struct buf *b) {
+  if (b->data)
+    return true;
+  if (p->buffered + BUF_SIZE > BUFFERED_MAX || !(b->data = malloc(BUF_SIZE))) {
+    if (!c->starved) {
+      c->starved = true;
+      c->qnext = p->starved;
+      p->starved = c;
+    }
+    return false;
+  }
+  p->buffered += BUF_SIZE;
+  b->off = b->len = 0;
+  return true;
+}
+
+static void buf_drop(struct proxy *p, struct buf *b) {
+  if (!b->data)
+    return;
+  free(b->data);
+  b->data = NULL;
+  b->off = b->len = 0;
+  p->buffered -= BUF_SIZE;
+}
+
+/* Small replies (a refusal, a SOCKS answer) ahead of anything else. */
+static bool buf_put(struct proxy *p, struct conn *c, struct buf *b, const void *data, size_t n) {
+  if (!buf_take(p, c, b) || b->off + b->len + n > BUF_SIZE)
+    return false;
+  memcpy(b->data + b->off + b->len, data, n);
+  b->len += n;
+  return true;
+}
+
+/* ------------------------------------------------------------ connections */
+
+static void update(struct conn *c);
+
+static void conn_close(struct conn *c) {
+  struct proxy *p = c->px;
+  if (c->st == S_DEAD)
+    return;
+  if (c->st != S_RELAY)
+    p->pending--;
+  c->st = S_DEAD;
+  if (c->cfd >= 0)
+    close(c->cfd); /* closing removes it from the epoll set */
+  if (c->ufd >= 0)
+    close(c->ufd);
+  c->cfd = c->ufd = -1;
+  buf_drop(p, &c->up);
+  buf_drop(p, &c->down);
+  free(c->head);
+  c->head = NULL;
+  if (c->lk)
+    c->lk->c = NULL; /* the thread's answer is dropped when it comes */
+  if (c->next)
+    c->next->prev = c->prev;
+  if (c->prev)
+    c->prev->next = c->next;
+  else
+    p->conns = c->next;
+  /* Off the waiting and starved queues too. */
+  for (struct conn **q = &p->queue; *q; q = &(*q)->qnext)
+    if (*q == c) {
+      *q = c->qnext;
+      break;
+    }
+  for (struct conn **q = &p->starved; *q; q = &(*q)->qnext)
+    if (*q == c) {
+      *q = c->qnext;
+      break;
+    }
+  p->nconns--;
+  c->next = p->dead;
+  p->dead = c;
+}
+
+/* Closes once what `down` holds is written (or the deadline passes). */
+static void close_after(struct conn *c) {
+  struct proxy *p = c->px;
+  if (c->ufd >= 0) {
+    close(c->ufd);
+    c->ufd = -1;
+    c->umask = 0;
+  }
+  buf_drop(p, &c->up);
+  if (c->st == S_RELAY)
+    p->pending++;
+  c->st = S_CLOSING;
+  c->deadline = mono_ms() + HEAD_TIMEOUT_MS;
+  update(c);
+}
+
+/* Says no on the wire, records it, and closes once that is written. */
+static void refuse(struct conn *c, int status, const char *why, const char *detail) {
+  struct proxy *p = c->px;
+  char line[700];
+  if (c->host[0])
+    record(p, c->host, c->port, detail ? detail : why);
+  if (c->socks) {
+    unsigned char rep[10] = {5, (unsigned char)status, 0, 1};
+    buf_put(p, c, &c->down, rep, sizeof rep);
+  } else {
+    int n = c->host[0] ? snprintf(line, sizeof line, "corral: connection to %s:%d refused: %s\n",
+                                  c->host, c->port, detail ? detail : why)
+                       : snprintf(line, sizeof line, "corral: bad proxy request: %s\n", why);
+    char head[900];
+    const char *text = status == 403 ? "Forbidden" : status == 502 ? "Bad Gateway"
+                     : status == 503 ? "Service Unavailable" : status == 431
+                         ? "Request Header Fields Too Large" : "Bad Request";
+    int h = snprintf(head, sizeof head,
+                     "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nConnection: close\r\n"
+                     "Content-Length: %d\r\n\r\n%s",
+                     status, text, n, line);
+    buf_put(p, c, &c->down, head, (size_t)h);
+  }
+  close_after(c);
+}
+
+/* Writes what b holds to fd; false on a hard error. */
+static bool flush(struct proxy *p, int fd, struct buf *b) {
+  while (b->len) {
+    ssize_t n = send(fd, b->data + b->off, b->len, MSG_NOSIGNAL);
+    if (n < 0)
+      return errno == EAGAIN || errno == EINTR;
+    b->off += (size_t)n;
+    b->len -= (size_t)n;
+  }
+  buf_drop(p, b);
+  return true;
+}
+
+/* The interest each end has now, from the state and the buffers. */
+static void update(struct conn *c) {
+  struct proxy *p = c->px;
+  uint32_t cw = 0, uw = 0;
+  switch (c->st) {
+  case S_HEAD:
+    cw = EPOLLIN;
+    break;
+  case S_LOOKUP:
+    break;
+  case S_CONNECT:
+    uw = EPOLLOUT;
+    break;
+  case S_RELAY:
+    if (!c->up.len && !c->c_eof && !c->starved)
+      cw |= EPOLLIN;
+    if (c->down.len)
+      cw |= EPOLLOUT;
+    if (!c->down.len && !c->u_eof && !c->starved)
+      uw |= EPOLLIN;
+    if (c->up.len)
+      uw |= EPOLLOUT;
+    break;
+  case S_CLOSING:
+    if (!c->down.len) {
+      conn_close(c);
+      return;
+    }
+    cw = EPOLLOUT;
+    break;
+  case S_DEAD:
+    return;
+  }
+  /* An end with nothing wanted stays in the set with no events. */
+  set_mask(p, c->cfd, &c->ct, &c->cmask, cw ? cw : EPOLLRDHUP);
+  if (c->ufd >= 0)
+    set_mask(p, c->ufd, &c->ut, &c->umask, uw ? uw : EPOLLRDHUP);
+}
+
+/* ------------------------------------------------------------ lookups */
+
+static void lookups_unref(struct lookups *sh) {
+  pthread_mutex_lock(&sh->lock);
+  bool last = --sh->refs == 0;
+  pthread_mutex_unlock(&sh->lock);
+  if (last) {
+    close(sh->sock[1]);
+    pthread_mutex_destroy(&sh->lock);
+    free(sh);
+  }
+}
+
+static void lookup_free(struct lookup *lk) {
+  if (lk->res)
+    freeaddrinfo(lk->res);
+  free(lk);
+}
+
+static void *lookup_thread(void *arg) {
+  struct lookup *lk = arg;
+  struct lookups *sh = lk->sh;
+  struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
+  lk->rc = getaddrinfo(lk->host, NULL, &hints, &lk->res);
+  pthread_mutex_lock(&sh->lock);
+  bool sent = !sh->closed && send(sh->sock[1], &lk, sizeof lk, MSG_NOSIGNAL) == sizeof lk;
+  pthread_mutex_unlock(&sh->lock);
+  if (!sent)
+    lookup_free(lk);
+  lookups_unref(sh);
+  return NULL;
+}
+
+static void connect_next(struct conn *c);
+
+/* The addresses a name gave: every one is checked (one that may not be
+ * reached refuses the name: it could be given the next time). */
+static void addresses_ready(struct conn *c, const struct addrinfo *res) {
+  struct proxy *p = c->px;
+  if (!p->own_known) {
+    p->own = net_own_addresses(&p->nown);
+    p->own_known = true;
+  }
+  c->naddrs = 0;
+  for (const struct addrinfo *a = res; a; a = a->ai_next) {
+    if (a->ai_family != AF_INET && a->ai_family != AF_INET6)
+      continue;
+    const char *why = net_address_check(p->rules, a->ai_addr, p->own, p->nown);
+    if (why) {
+      char text[INET6_ADDRSTRLEN] = "", detail[400];
+      const void *in = a->ai_family == AF_INET
+                           ? (const void *)&((struct sockaddr_in *)(void *)a->ai_addr)->sin_addr
+                           : (const void *)&((struct sockaddr_in6 *)(void *)a->ai_addr)->sin6_addr;
+      inet_ntop(a->ai_family, in, text, sizeof text);
+      snprintf(detail, sizeof detail, "%s resolves to %s, %s (allow it with --allow-address)",
+               c->host, text, why);
+      refuse(c, c->socks ? 2 : 403, why, detail);
+      return;
+    }
+    if (c->naddrs < ADDRS_MAX) {
+      memcpy(&c->addrs[c->naddrs], a->ai_addr, a->ai_addrlen);
+      c->alens[c->naddrs] = a->ai_addrlen;
+      if (a->ai_family == AF_INET)
+        ((struct sockaddr_in *)(void *)&c->addrs[c->naddrs])->sin_port = htons((uint16_t)c->port);
+      else
+        ((struct sockaddr_in6 *)(void *)&c->addrs[c->naddrs])->sin6_port = htons((uint16_t)c->port);
+      c->naddrs++;
+    }
+  }
+  if (!c->naddrs) {
+    refuse(c, c->socks ? 4 : 502, "the name has no address", NULL);
+    return;
+  }
+  c->st = S_CONNECT;
+  c->tried = 0;
+  connect_next(c);
+}
+
+/* A name in the test override (CORRAL_PROXY_HOSTS), or an IP literal:
+ * answered here, without a thread. */
+static bool lookup_here(struct conn *c) {
+  struct proxy *p = c->px;
+  const char *addr = NULL;
+  for (size_t i = 0; i < p->nhosts; i++)
+    if (strcmp(p->hosts[i][0], c->host) == 0)
+      addr = p->hosts[i][1];
+  struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                           .ai_flags = AI_NUMERICHOST}, *res = NULL;
+  if (getaddrinfo(addr ? addr : c->host, NULL, &hints, &res) != 0)
+    return false;
+  addresses_ready(c, res);
+  freeaddrinfo(res);
+  return true;
+}
+
+static void start_lookup(struct conn *c) {
+  struct proxy *p = c->px;
+  c->st = S_LOOKUP;
+  update(c);
+  if (lookup_here(c))
+    return;
+  if (p->nlookups >= LOOKUPS_MAX) {
+    c->waiting = true;
+    struct conn **q = &p->queue;
+    while (*q)
+      q = &(*q)->qnext;
+    c->qnext = NULL;
+    *q = c;
+    return;
+  }
+  struct lookup *lk = calloc(1, sizeof *lk);
+  pthread_t t;
+  pthread_attr_t attr;
+  if (!lk) {
+    refuse(c, c->socks ? 1 : 503, "out of memory", NULL);
+    return;
+  }
+  snprintf(lk->host, sizeof lk->host, "%s", c->host);
+  lk->c = c;
+  lk->sh = p->lookups;
+  pthread_mutex_lock(&p->lookups->lock);
+  p->lookups->refs++;
+  pthread_mutex_unlock(&p->lookups->lock);
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_attr_setstacksize(&attr, 256 * 1024);
+  /* The thread must not take signals meant for the supervisor's loop. */
+  sigset_t all, was;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &was);
+  int e = pthread_create(&t, &attr, lookup_thread, lk);
+  pthread_sigmask(SIG_SETMASK, &was, NULL);
+  pthread_attr_destroy(&attr);
+  if (e) {
+    lookups_unref(p->lookups);
+    free(lk);
+    refuse(c, c->socks ? 1 : 503, "no thread to resolve the name", NULL);
+    return;
+  }
+  c->lk = lk;
+  p->nlookups++;
+}
+
+static void lookups_answered(struct proxy *p) {
+  struct lookup *lk;
+  while (recv(p->lookups->sock[0], &lk, sizeof lk, MSG_DONTWAIT) == sizeof lk) {
+    p->nlookups--;
+    struct conn *c = lk->c;
+    if (c && c->st == S_LOOKUP) {
+      c->lk = NULL;
+      if (lk->rc != 0)
+        refuse(c, c->socks ? 4 : 502, "the name could not be resolved", NULL);
+      else
+        addresses_ready(c, lk->res);
+    }
+    lookup_free(lk);
+    while (p->queue && p->nlookups < LOOKUPS_MAX) {
+      struct conn *w = p->queue;
+      p->queue = w->qnext;
+      w->waiting = false;
+      if (w->st == S_LOOKUP)
+        start_lookup(w);
+    }
+  }
+}
+
+/* ------------------------------------------------------------ connect */
+
+static void connected(struct conn *c) {
+  struct proxy *p = c->px;
+  int one = 1;
+  setsockopt(c->ufd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  p->pending--;
+  c->st = S_RELAY;
+  c->deadline = -1;
+  static const char established[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+  static const unsigned char granted[10] = {5, 0, 0, 1};
+  if (c->socks)
+    buf_put(p, c, &c->down, granted, sizeof granted);
+  else if (c->tunnel_reply)
+    buf_put(p, c, &c->down, established, sizeof established - 1);
+  if (!flush(p, c->ufd, &c->up) || (c->down.len && !flush(p, c->cfd, &c->down))) {
+    conn_close(c);
+    return;
+  }
+  update(c);
+}
+
+static void connect_next(struct conn *c) {
+  while (c->tried < c->naddrs) {
+    int i = c->tried++;
+    if (c->ufd >= 0) {
+      close(c->ufd);
+      c->ufd = -1;
+      c->umask = 0;
+    }
+    c->ufd = socket(c->addrs[i].ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (c->ufd < 0)
+      continue;
+    if (connect(c->ufd, (struct sockaddr *)&c->addrs[i], c->alens[i]) == 0) {
+      connected(c);
+      return;
+    }
+    if (errno == EINPROGRESS) {
+      update(c);
+      return;
+    }
+  }
+  refuse(c, c->socks ? 5 : 502, "the host did not accept the connection", NULL);
+}
+
+static void connect_done(struct conn *c) {
+  int e = 0;
+  socklen_t l = sizeof e;
+  if (getsockopt(c->ufd, SOL_SOCKET, SO_ERROR, &e, &l) < 0)
+    e = errno;
+  if (e == 0)
+    connected(c);
+  else
+    connect_next(c);
+}
+
+/* ------------------------------------------------------------ requests */
+
+static void checked(struct conn *c) {
+  const char *reason;
+  const char *why = net_rules_check(c->px->rules, c->host, c->port, &reason);
+  if (why) {
+    char detail[600];
+    snprintf(detail, sizeof detail, "%s%s%s", why, reason ? ": " : "", reason ? reason : "");
+    refuse(c, c->socks ? 2 : 403, why, detail);
+    return;
+  }
+  start_lookup(c);
+}
+
+/* The request so far: complete, refused, or more to read. */
+static void head_parse(struct conn *c) {
+  struct proxy *p = c->px;
+  if (c->socks) {
+    struct socks_request rq;
+    int rep, r = proxy_parse_socks((unsigned char *)c->head, c->hlen, &rq, &rep);
+    if (rq.greeting_len && c->hlen >= rq.greeting_len && !c->greeted) {
+      if (!rq.no_auth) { /* 0xff: no method offered is acceptable */
+        static const unsigned char none[2] = {5, 0xff};
+        buf_put(p, c, &c->down, none, sizeof none);
+        close_after(c);
+        return;
+      }
+      static const unsigned char ok[2] = {5, 0};
+      buf_put(p, c, &c->down, ok, sizeof ok);
+      c->greeted = true;
+      if (!flush(p, c->cfd, &c->down)) {
+        conn_close(c);
+        return;
+      }
+    }
+    if (r < 0) {
+      snprintf(c->host, sizeof c->host, "%s", rq.host);
+      c->port = rq.port;
+      refuse(c, rep, rep == 2 ? "not a host name" : "a malformed SOCKS5 request", NULL);
+      return;
+    }
+    if (r != 1) {
+      if (c->hlen >= PROXY_HEAD_MAX)
+        refuse(c, 1, "the request is too long", NULL);
+      return;
+    }
+    snprintf(c->host, sizeof c->host, "%s", rq.host);
+    c->port = rq.port;
+    /* Bytes after the request: the first of the tunnel, kept. */
+    if (c->hlen > rq.request_len &&
+        !buf_put(p, c, &c->up, c->head + rq.request_len, c->hlen - rq.request_len)) {
+      refuse(c, 1, "out of memory", NULL);
+      return;
+    }
+    free(c->head);
+    c->head = NULL;
+    checked(c);
+    return;
+  }
+  struct http_request rq;
+  const char *why = NULL;
+  int status;
+  int r = proxy_parse_http(c->head, c->hlen, &rq, &why, &status);
+  if (r == 0)
+    return;
+  if (r < 0) {
+    refuse(c, status, why, NULL);
+    return;
+  }
+  snprintf(c->host, sizeof c->host, "%s", rq.host);
+  c->port = rq.port;
+  /* What goes upstream first: the rewritten head for a plain request,
+   * and any bytes that came after the head. */
+  bool ok = true;
+  if (rq.forward)
+    ok = rq.forward_len + (c->hlen - rq.head_len) <= BUF_SIZE &&
+         buf_put(p, c, &c->up, rq.forward, rq.forward_len);
+  if (ok && c->hlen > rq.head_len)
+    ok = buf_put(p, c, &c->up, c->head + rq.head_len, c->hlen - rq.head_len);
+  free(rq.forward);
+  if (!ok) {
+    refuse(c, 503, "out of memory", NULL);
+    return;
+  }
+  c->tunnel_reply = rq.connect;
+  free(c->head);
+  c->head = NULL;
+  checked(c);
+}
+
+static void client_head(struct conn *c) {
+  ssize_t n = recv(c->cfd, c->head + c->hlen, PROXY_HEAD_MAX - c->hlen, 0);
+  if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+    conn_close(c);
+    return;
+  }
+  if (n > 0) {
+    c->hlen += (size_t)n;
+    head_parse(c);
+  }
+}
+
+/* ------------------------------------------------------------ relay */
+
+/* From `from` into b, then on to `to`. */
+static bool pump(struct conn *c, int from, int to, struct buf *b, bool *eof, bool *shut) {
+  struct proxy *p = c->px;
+  if (!b->len && !*eof) {
+    if (!buf_take(p, c, b))
+      return true;
+    ssize_t n = recv(from, b->data, BUF_SIZE, 0);
+    if (n == 0)
+      *eof = true;
+    else if (n < 0 && errno != EAGAIN && errno != EINTR)
+      return false;
+    else if (n > 0)
+      b->off = 0, b->len = (size_t)n;
+    if (!b->len)
+      buf_drop(p, b);
+  }
+  if (b->len && !flush(p, to, b))
+    return false;
+  if (*eof && !b->len && !*shut) {
+    shutdown(to, SHUT_WR);
+    *shut = true;
+  }
+  return true;
+}
+
+static void relay(struct conn *c) {
+  if (!pump(c, c->cfd, c->ufd, &c->up, &c->c_eof, &c->u_shut) ||
+      !pump(c, c->ufd, c->cfd, &c->down, &c->u_eof, &c->c_shut)) {
+    conn_close(c);
+    return;
+  }
+  if (c->c_shut && c->u_shut) {
+    conn_close(c);
+    return;
+  }
+  update(c);
+}
+
+/* Buffers came free: the starved connections try again. */
+static void wake_starved(struct proxy *p) {
+  while (p->starved && p->buffered + BUF_SIZE <= BUFFERED_MAX) {
+    struct conn *c = p->starved;
+    p->starved = c->qnext;
+    c->starved = false;
+    if (c->st == S_RELAY)
+      relay(c);
+    else
+      update(c);
+  }
+}
+
+/* ------------------------------------------------------------ events */
+
+static void accept_all(struct proxy *p, int fd, bool socks) {
+  for (;;) {
+    int s = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (s < 0)
+      return;
+    struct conn *c = p->nconns < CONN_MAX ? calloc(1, sizeof *c) : NULL;
+    char *head = c ? malloc(PROXY_HEAD_MAX) : NULL;
+    if (!head) {
+      static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\n"
+                                 "Content-Length: 37\r\n\r\ncorral: too many proxy connections\r\n\r\n";
+      if (!socks)
+        send(s, busy, sizeof busy - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+      close(s);
+      free(c);
+      continue;
+    }
+    c->px = p;
+    c->cfd = s;
+    c->ufd = -1;
+    c->socks = socks;
+    c->head = head;
+    c->ct = (struct tag){T_CLIENT, c, -1, false};
+    c->ut = (struct tag){T_UPSTREAM, c, -1, false};
+    c->deadline = mono_ms() + HEAD_TIMEOUT_MS;
+    c->next = p->conns;
+    if (p->conns)
+      p->conns->prev = c;
+    p->conns = c;
+    p->nconns++;
+    p->pending++;
+    update(c);
+  }
+}
+
+static void take_listeners(struct proxy *p) {
+  char byte, ctrl[CMSG_SPACE(2 * sizeof(int))] __attribute__((aligned(8)));
+  struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+  struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctrl,
+                       .msg_controllen = sizeof ctrl};
+  ssize_t r = recvmsg(p->handover, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+  if (r < 0 && errno == EAGAIN)
+    return;
+  struct cmsghdr *cm = r == 1 ? CMSG_FIRSTHDR(&msg) : NULL;
+  if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
+      cm->cmsg_len == CMSG_LEN(2 * sizeof(int))) {
+    memcpy(p->listen, CMSG_DATA(cm), sizeof p->listen);
+    for (int i = 0; i < 2; i++) {
+      fcntl(p->listen[i], F_SETFL, O_NONBLOCK);
+      p->listen_tag[i] = (struct tag){T_LISTEN, NULL, p->listen[i], i == 1};
+      add_fd(p, p->listen[i], &p->listen_tag[i]);
+    }
+  }
+  close(p->handover); /* one message, or init is gone */
+  p->handover = -1;
+}
+
+static void tick(struct proxy *p) {
+  uint64_t n;
+  if (read(p->timer, &n, sizeof n) < 0 && errno != EAGAIN)
+    return;
+  int64_t now = mono_ms();
+  for (struct conn *c = p->conns, *next; c; c = next) {
+    next = c->next;
+    if (c->deadline < 0 || now < c->deadline)
+      continue;
+    if (c->st == S_HEAD)
+      refuse(c, c->socks ? 1 : 408, "the request took longer than 10 s to send", NULL);
+    else if (c->st == S_CLOSING)
+      conn_close(c);
+    else
+      refuse(c, c->socks ? 4 : 504, "the host did not answer in time", NULL);
+  }
+}
+
+static void on_conn(struct conn *c, bool upstream, uint32_t ev) {
+  switch (c->st) {
+  case S_HEAD:
+    if (!upstream)
+      client_head(c);
+    break;
+  case S_CONNECT:
+    if (upstream)
+      connect_done(c);
+    break;
+  case S_RELAY:
+    relay(c);
+    break;
+  case S_CLOSING:
+    if (!upstream && (ev & (EPOLLERR | EPOLLHUP)))
+      conn_close(c);
+    else if (!upstream && !flush(c->px, c->cfd, &c->down))
+      conn_close(c);
+    else
+      update(c);
+    break;
+  default:
+    break;
+  }
+}
+
+void proxy_process(struct proxy *p) {
+  struct epoll_event ev[64];
+  int n = epoll_wait(p->ep, ev, 64, 0);
+  for (int i = 0; i < n; i++) {
+    struct tag *t = ev[i].data.ptr;
+    switch (t->kind) {
+    case T_HANDOVER:
+      take_listeners(p);
+      break;
+    case T_LISTEN:
+      accept_all(p, t->fd, t->socks);
+      break;
+    case T_LOOKUP:
+      lookups_answered(p);
+      break;
+    case T_TIMER:
+      tick(p);
+      break;
+    case T_CLIENT:
+    case T_UPSTREAM:
+      if (t->c->st != S_DEAD)
+        on_conn(t->c, t->kind == T_UPSTREAM, ev[i].events);
+      break;
+    }
+  }
+  while (p->dead) {
+    struct conn *c = p->dead;
+    p->dead = c->next;
+    free(c);
+  }
+  wake_starved(p);
+  arm_timer(p, p->pending > 0);
+}
+
+/* ------------------------------------------------------------ the proxy */
+
+/* CORRAL_PROXY_HOSTS names a file of "address name..." lines (the format
+ * of /etc/hosts) that the proxy resolves before the system does: for
+ * tests, which must not change the machine's own resolution. */
+static void load_hosts(struct proxy *p) {
+  const char *path = getenv("CORRAL_PROXY_HOSTS");
+  FILE *f = path && *path ? fopen(path, "re") : NULL;
+  if (!f)
+    return;
+  char line[1024];
+  while (fgets(line, sizeof line, f) && p->nhosts < 256) {
+    char *save = NULL, *addr = strtok_r(line, " \t\r\n", &save);
+    if (!addr || addr[0] == '#')
+      continue;
+    for (char *name; (name = strtok_r(NULL, " \t\r\n", &save)) && p->nhosts < 256;) {
+      void *g = realloc(p->hosts, (p->nhosts + 1) * sizeof *p->hosts);
+      if (!g)
+        break;
+      p->hosts = g;
+      if (!net_host_normalize(name, strlen(name), p->hosts[p->nhosts][0]))
+        continue;
+      snprintf(p->hosts[p->nhosts][1], sizeof p->hosts[0][1], "%s", addr);
+      p->nhosts++;
+    }
+  }
+  fclose(f);
+}
+
+/* Each connection holds two descriptors: the soft limit is raised to the
+ * hard one, as servers do. */
+static void enough_descriptors(void) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+  }
+}
+
+struct proxy *proxy_new(const struct net_rules *rules) {
+  struct proxy *p = calloc(1, sizeof *p);
+  struct lookups *sh = calloc(1, sizeof *sh);
+  if (!p || !sh) {
+    free(p);
+    free(sh);
+    return NULL;
+  }
+  p->rules = rules;
+  p->handover = p->listen[0] = p->listen[1] = -1;
+  p->ep = epoll_create1(EPOLL_CLOEXEC);
+  p->timer = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+  pthread_mutex_init(&sh->lock, NULL);
+  sh->refs = 1;
+  p->lookups = sh;
+  if (p->ep < 0 || p->timer < 0 ||
+      socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sh->sock) < 0) {
+    sh->sock[0] = sh->sock[1] = -1;
+    proxy_free(p);
+    return NULL;
+  }
+  p->timer_tag = (struct tag){T_TIMER, NULL, p->timer, false};
+  p->lookup_tag = (struct tag){T_LOOKUP, NULL, sh->sock[0], false};
+  add_fd(p, p->timer, &p->timer_tag);
+  add_fd(p, sh->sock[0], &p->lookup_tag);
+  load_hosts(p);
+  enough_descriptors();
+  return p;
+}
+
+void proxy_attach(struct proxy *p, int sock) {
+  if (sock < 0)
+    return;
+  p->handover = sock;
+  p->handover_tag = (struct tag){T_HANDOVER, NULL, sock, false};
+  add_fd(p, sock, &p->handover_tag);
+}
+
+int proxy_fd(const struct proxy *p) { return p->ep; }
+
+int proxy_conclude(struct proxy *p, corral_outcome *out) {
+  if (!p || (!p->nrecords && !p->dropped))
+    return 0;
+  out->denials = calloc(p->nrecords ? p->nrecords : 1, sizeof *out->denials);
+  if (!out->denials)
+    return -ENOMEM;
+  for (size_t i = 0; i < p->nrecords; i++) {
+    corral_denial *d = &out->denials[i];
+    d->present = true;
+    d->capability.kind = CORRAL_CAP_EXTERNAL_NETWORK;
+    d->capability.scope = strdup(p->records[i].scope);
+    d->source = CORRAL_SOURCE_PLATFORM_SANDBOX;
+    char text[900];
+    snprintf(text, sizeof text, "connection to %s refused: %s", p->records[i].scope,
+             p->records[i].reason);
+    d->reason = strdup(text);
+    d->recoverable = true;
+    d->next_action = CORRAL_NEXT_REQUEST_APPROVAL;
+    d->count = p->records[i].count;
+    if (!d->capability.scope || !d->reason)
+      return -ENOMEM;
+    out->ndenials++;
+  }
+  out->denials_dropped = p->dropped;
+  /* A command that failed after a refusal was, as far as anyone can
+   * tell, stopped by it: the outcome says denied, with the first. */
+  if (out->state == CORRAL_STATE_FAILED && out->kind == CORRAL_KIND_APPLICATION_FAILURE &&
+      !out->denial.present && out->ndenials) {
+    corral_denial *f = &out->denials[0];
+    out->state = CORRAL_STATE_DENIED;
+    out->kind = CORRAL_KIND_ENFORCEMENT_DENIED;
+    out->denial = *f;
+    out->denial.capability.scope = strdup(f->capability.scope);
+    out->denial.reason = strdup(f->reason);
+    free(out->message);
+    out->message = strdup(f->reason);
+  }
+  return 0;
+}
+
+void proxy_free(struct proxy *p) {
+  if (!p)
+    return;
+  while (p->conns)
+    conn_close(p->conns);
+  while (p->dead) {
+    struct conn *c = p->dead;
+    p->dead = c->next;
+    free(c);
+  }
+  struct lookups *sh = p->lookups;
+  if (sh) {
+    /* Answers already sent are freed here; a thread still resolving sees
+     * `closed` and frees its own. */
+    pthread_mutex_lock(&sh->lock);
+    sh->closed = true;
+    struct lookup *lk;
+    while (sh->sock[0] >= 0 && recv(sh->sock[0], &lk, sizeof lk, MSG_DONTWAIT) == sizeof lk)
+      lookup_free(lk);
+    pthread_mutex_unlock(&sh->lock);
+    if (sh->sock[0] >= 0)
+      close(sh->sock[0]);
+    lookups_unref(sh);
+  }
+  for (int i = 0; i < 2; i++)
+    if (p->listen[i] >= 0)
+      close(p->listen[i]);
+  if (p->handover >= 0)
+    close(p->handover);
+  if (p->timer >= 0)
+    close(p->timer);
+  if (p->ep >= 0)
+    close(p->ep);
+  for (size_t i = 0; i < p->nrecords; i++)
+    free(p->records[i].reason);
+  free(p->own);
+  free(p->hosts);
+  free(p);
+}
