@@ -16,5 +16,5 @@ ensure_packages() {
 }
 
 BUILD_PACKAGES=(gcc libc6-dev meson ninja-build pkg-config libseccomp-dev libjansson-dev scdoc)
-TEST_PACKAGES=(libcmocka-dev golang-go python3 iproute2 util-linux procps psmisc git valgrind clang
+TEST_PACKAGES=(libcmocka-dev golang-go python3 iproute2 util-linux procps psmisc git curl valgrind clang
   libclang-rt-14-dev bubblewrap man-db make libpython3.11-testsuite)

@@ -16,6 +16,7 @@
 #include "adapter.h"
 #include "internal.h"
 #include "json_util.h"
+#include "proxy.h"
 #include "runner.h"
 
 struct corral_exec {
@@ -30,6 +31,7 @@ struct corral_exec {
   char why[1200];
   int never_fd; /* read end of a closed pipe: readable at once */
   int pty;      /* with options.pty: the terminal's master, or -1 */
+  struct proxy *proxy; /* network mode filter, driven by a thread of its own */
 };
 
 int corral_exec_start(const corral_exec_options *o, corral_exec **out, corral_error *err) {
@@ -48,7 +50,7 @@ int corral_exec_start(const corral_exec_options *o, corral_exec **out, corral_er
   }
   e->adapter = o->adapter;
   e->child.pid = e->child.pidfd = e->child.report_fd = e->never_fd = e->pty = -1;
-  e->child.pty_sock = -1;
+  e->child.pty_sock = e->child.proxy_sock = -1;
   launch_reap_deferred();
   *out = e;
 
@@ -77,6 +79,14 @@ int corral_exec_start(const corral_exec_options *o, corral_exec **out, corral_er
                lerr.message[0] ? lerr.message : "out of memory");
     } else {
       e->launched = true;
+      if (e->plan.proxy && (e->proxy = proxy_new(e->plan.proxy)))
+        proxy_attach(e->proxy, e->child.proxy_sock);
+      else if (e->child.proxy_sock >= 0)
+        close(e->child.proxy_sock); /* init's handover fails: a setup failure */
+      if (e->proxy && !proxy_thread_start(e->proxy)) {
+        proxy_free(e->proxy); /* closes the handover: a setup failure too */
+        e->proxy = NULL;
+      }
       if (e->plan.pty_inside) /* shaped like stdio[0] before the program starts */
         e->pty = launch_pty_receive(&e->child, o->stdio[0], 0, 0);
     }
@@ -118,6 +128,7 @@ static void exec_free(corral_exec *e) {
     close(e->never_fd);
   if (e->pty >= 0)
     close(e->pty);
+  proxy_free(e->proxy);
   if (e->prepared && e->adapter->ops->cleanup)
     e->adapter->ops->cleanup(e->adapter, &e->plan);
   launch_plan_free(&e->plan);
@@ -156,6 +167,8 @@ int corral_exec_finish(corral_exec *e, corral_outcome *out) {
     char note[600];
     conclude_outcome(e->adapter, &e->plan, &e->report, &e->facts, e->req.name, &e->outcome,
                      note, sizeof note);
+    proxy_thread_stop(e->proxy);
+    proxy_conclude(e->proxy, &e->outcome);
     /* stdout and stderr belong to the program: no note is written there */
   }
   *out = e->outcome;

@@ -19,7 +19,9 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <poll.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
@@ -33,6 +35,7 @@
 #define HEAD_TIMEOUT_MS 10000        /* to send the request */
 #define CONNECT_TIMEOUT_MS 20000     /* lookup and connect */
 #define LOOKUPS_MAX 8                /* threads resolving at once */
+#define LINGER_MS 2000               /* reading away a refused client's bytes */
 #define ADDRS_MAX 8
 
 enum tag_kind { T_HANDOVER = 1, T_LISTEN, T_LOOKUP, T_TIMER, T_CLIENT, T_UPSTREAM };
@@ -119,6 +122,8 @@ struct proxy {
   long dropped;
   char (*hosts)[2][NET_HOST_MAX + 1]; /* CORRAL_PROXY_HOSTS: name, address */
   size_t nhosts;
+  pthread_t thread;
+  int stop; /* eventfd: the thread's end; -1 when no thread runs */
 };
 
 /* ------------------------------------------------------------ records */
@@ -327,11 +332,19 @@ static void update(struct conn *c) {
       uw |= EPOLLOUT;
     break;
   case S_CLOSING:
-    if (!c->down.len) {
-      conn_close(c);
-      return;
+    if (c->down.len) {
+      cw = EPOLLOUT;
+      break;
     }
-    cw = EPOLLOUT;
+    /* Written: the client is told the end, and what it still sends is
+     * read away for a moment, so that closing with unread bytes does not
+     * reset the connection before it has read the answer. */
+    if (!c->c_shut) {
+      shutdown(c->cfd, SHUT_WR);
+      c->c_shut = true;
+      c->deadline = mono_ms() + LINGER_MS;
+    }
+    cw = EPOLLIN;
     break;
   case S_DEAD:
     return;
@@ -795,6 +808,19 @@ static void tick(struct proxy *p) {
   }
 }
 
+/* Reads away what a refused client still sends; false at its end. */
+static bool drain(struct conn *c) {
+  char scratch[4096];
+  for (int i = 0; i < 16; i++) {
+    ssize_t n = recv(c->cfd, scratch, sizeof scratch, 0);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+      return false;
+    if (n < 0)
+      return true;
+  }
+  return true;
+}
+
 static void on_conn(struct conn *c, bool upstream, uint32_t ev) {
   switch (c->st) {
   case S_HEAD:
@@ -809,9 +835,13 @@ static void on_conn(struct conn *c, bool upstream, uint32_t ev) {
     relay(c);
     break;
   case S_CLOSING:
-    if (!upstream && (ev & (EPOLLERR | EPOLLHUP)))
+    if (upstream)
+      break;
+    if (ev & EPOLLERR)
       conn_close(c);
-    else if (!upstream && !flush(c->px, c->cfd, &c->down))
+    else if (c->down.len && !flush(c->px, c->cfd, &c->down))
+      conn_close(c);
+    else if (!c->down.len && c->c_shut && !drain(c))
       conn_close(c);
     else
       update(c);
@@ -903,7 +933,7 @@ struct proxy *proxy_new(const struct net_rules *rules) {
     return NULL;
   }
   p->rules = rules;
-  p->handover = p->listen[0] = p->listen[1] = -1;
+  p->handover = p->listen[0] = p->listen[1] = p->stop = -1;
   p->ep = epoll_create1(EPOLL_CLOEXEC);
   p->timer = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
   pthread_mutex_init(&sh->lock, NULL);
@@ -974,9 +1004,53 @@ int proxy_conclude(struct proxy *p, corral_outcome *out) {
   return 0;
 }
 
+static void *proxy_thread(void *arg) {
+  struct proxy *p = arg;
+  for (;;) {
+    struct pollfd fds[2] = {{.fd = p->ep, .events = POLLIN}, {.fd = p->stop, .events = POLLIN}};
+    if (poll(fds, 2, -1) < 0 && errno != EINTR)
+      break;
+    if (fds[1].revents)
+      break;
+    if (fds[0].revents)
+      proxy_process(p);
+  }
+  return NULL;
+}
+
+bool proxy_thread_start(struct proxy *p) {
+  p->stop = eventfd(0, EFD_CLOEXEC);
+  if (p->stop < 0)
+    return false;
+  sigset_t all, was;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &was);
+  int e = pthread_create(&p->thread, NULL, proxy_thread, p);
+  pthread_sigmask(SIG_SETMASK, &was, NULL);
+  if (e) {
+    close(p->stop);
+    p->stop = -1;
+    return false;
+  }
+  return true;
+}
+
+void proxy_thread_stop(struct proxy *p) {
+  if (!p || p->stop < 0)
+    return;
+  uint64_t one = 1;
+  ssize_t ignored = write(p->stop, &one, sizeof one);
+  (void)ignored;
+  pthread_join(p->thread, NULL);
+  close(p->stop);
+  p->stop = -1;
+  proxy_process(p); /* what came while it stopped */
+}
+
 void proxy_free(struct proxy *p) {
   if (!p)
     return;
+  proxy_thread_stop(p);
   while (p->conns)
     conn_close(p->conns);
   while (p->dead) {

@@ -45,6 +45,13 @@ void proxy_process(struct proxy *p);
 int proxy_conclude(struct proxy *p, corral_outcome *out);
 void proxy_free(struct proxy *p);
 
+/* For callers without a loop of their own to poll it in (corral_exec,
+ * sessions): the proxy driven by a thread of its own until stopped.
+ * Nothing else touches the proxy meanwhile.  false: no thread (the proxy
+ * is then not driven; its listeners stay unanswered). */
+bool proxy_thread_start(struct proxy *p);
+void proxy_thread_stop(struct proxy *p);
+
 /* Parsers, exposed for the fuzz target and tests. */
 struct http_request {
   size_t head_len;             /* bytes of the head, with its blank line */

@@ -40,6 +40,7 @@
 #include "adapter.h"
 #include "internal.h"
 #include "json_util.h"
+#include "proxy.h"
 #include "runner.h"
 #include "sessions.h"
 #include "watcher.h"
@@ -91,6 +92,7 @@ struct session {
   int64_t escalate_at, drain_until, finished_at;
   corral_outcome outcome;           /* final once finished */
   struct observation *seen;         /* with CORRAL_RUN_CHANGES, until concluded */
+  struct proxy *proxy;              /* network mode filter: its own thread, until concluded */
   char *pending;                    /* input not written yet */
   size_t pending_len, pending_off;
   int64_t write_deadline;
@@ -296,6 +298,10 @@ static void conclude(corral_sessions *m, struct session *s) {
                    sizeof note);
   if (note[0])
     ring_push(s, note, strlen(note));
+  proxy_thread_stop(s->proxy);
+  proxy_conclude(s->proxy, &s->outcome);
+  proxy_free(s->proxy);
+  s->proxy = NULL;
   if (s->seen) {
     observe_end(s->seen, &s->outcome);
     s->seen = NULL;
@@ -365,6 +371,7 @@ static void free_session(struct session *s) {
   free(s->command);
   free(s->pending);
   drop_observation(s);
+  proxy_free(s->proxy);
   corral_outcome_free(&s->outcome);
   corral_request_free(&s->req);
   free(s);
@@ -763,6 +770,14 @@ static void launch(corral_sessions *m, struct session *s, const corral_session_o
   }
   s->facts.adapter_owns_launch = s->plan.adapter_owns_launch;
   s->facts.process_id = s->child.pid;
+  if (s->plan.proxy && (s->proxy = proxy_new(s->plan.proxy)))
+    proxy_attach(s->proxy, s->child.proxy_sock);
+  else if (s->child.proxy_sock >= 0)
+    close(s->child.proxy_sock); /* init's handover fails: a setup failure */
+  if (s->proxy && !proxy_thread_start(s->proxy)) {
+    proxy_free(s->proxy); /* closes the handover: a setup failure too */
+    s->proxy = NULL;
+  }
   watch(m, s->out_fd, s, EV_OUT, EPOLLIN);
   watch(m, s->child.pidfd, s, EV_PID, EPOLLIN);
   watch(m, s->child.report_fd, s, EV_REPORT, EPOLLIN);

@@ -257,6 +257,20 @@ static void pending_append(struct mcp_pending *p, const corral_session_result *r
 
 static json_t *outcome_value(const corral_outcome *o) { return outcome_to_json_value(o); }
 
+/* Appends to buf (size bytes) at *n, never past its end. */
+static void add(char *buf, size_t size, size_t *n, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void add(char *buf, size_t size, size_t *n, const char *fmt, ...) {
+  if (*n + 1 >= size)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  int w = vsnprintf(buf + *n, size - *n, fmt, ap);
+  va_end(ap);
+  if (w > 0)
+    *n = *n + (size_t)w < size ? *n + (size_t)w : size - 1;
+}
+
 /* The answer to exec_command / write_stdin. */
 static void send_session_result(struct mcp_server *s, json_t *id, struct mcp_pending *p,
                                 const corral_session_result *last) {
@@ -268,20 +282,34 @@ static void send_session_result(struct mcp_server *s, json_t *id, struct mcp_pen
     return;
   }
   const corral_outcome *o = &last->outcome;
-  char head[1600];
-  int n = snprintf(head, sizeof head, "Wall time: %.4f seconds\n", wall);
+  char head[8192];
+  size_t n = 0;
+  add(head, sizeof head, &n, "Wall time: %.4f seconds\n", wall);
   if (last->exited)
-    n += snprintf(head + n, sizeof head - (size_t)n, "Process exited with code %d\n",
-                  corral_outcome_exit_code(o));
+    add(head, sizeof head, &n, "Process exited with code %d\n", corral_outcome_exit_code(o));
   else
-    n += snprintf(head + n, sizeof head - (size_t)n, "Process running with session ID %ld\n",
-                  p->session);
+    add(head, sizeof head, &n, "Process running with session ID %ld\n", p->session);
   if (o->denial.present)
-    n += snprintf(head + n, sizeof head - (size_t)n, "Denied by the sandbox: %s\n",
-                  o->denial.reason ? o->denial.reason : "");
+    add(head, sizeof head, &n, "Denied by the sandbox: %s\n",
+        o->denial.reason ? o->denial.reason : "");
   else if (last->exited && o->kind != CORRAL_KIND_SUCCESS && o->message)
-    n += snprintf(head + n, sizeof head - (size_t)n, "%s\n", o->message);
-  snprintf(head + n, sizeof head - (size_t)n, "Output:\n");
+    add(head, sizeof head, &n, "%s\n", o->message);
+  /* Every refusal in one line (the first not again when it is the denial). */
+  for (size_t i = 0; i < o->ndenials; i++) {
+    const corral_denial *d = &o->denials[i];
+    if (i == 0 && o->denial.present && o->denial.reason && d->reason &&
+        strcmp(o->denial.reason, d->reason) == 0)
+      continue;
+    add(head, sizeof head, &n, "Refused by the sandbox: %s", d->reason ? d->reason : "");
+    if (d->count > 1)
+      add(head, sizeof head, &n, " (%ld times)", d->count);
+    add(head, sizeof head, &n, "\n");
+  }
+  if (o->denials_dropped)
+    add(head, sizeof head, &n, "And %ld more refusals not listed\n", o->denials_dropped);
+  if (n + 10 > sizeof head)
+    n = sizeof head - 10;
+  snprintf(head + n, sizeof head - n, "Output:\n");
   size_t hl = strlen(head);
   char *text = malloc(hl + flen + 1);
   if (text) {

@@ -11,7 +11,7 @@ run_as_user_if_asked() {
   bin=$(mktemp -d /tmp/corral-bin-XXXXXX); chmod 755 "$bin"
   mkdir -p "$bin/security"
   cp "$CORRAL" "$bin/corral"; cp "$PROBE" "$bin/probe" 2>/dev/null
-  cp "$here"/*.sh "$bin/security/"; cp "$here/../lib.sh" "$bin/"
+  cp "$here"/*.sh "$here"/*.py "$bin/security/"; cp "$here/../lib.sh" "$bin/"
   cp /bin/bash "$bin/suid-bash"; chmod 4755 "$bin/suid-bash"
   [ -d "${SOURCE_ROOT:-}/src" ] && cp -r "$SOURCE_ROOT/src" "$SOURCE_ROOT/include" "$bin/"
   chmod -R a+rX "$bin"
