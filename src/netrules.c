@@ -47,10 +47,7 @@ bool net_host_normalize(const char *host, size_t len, char *out) {
     out[i] = (char)c;
   }
   out[len] = '\0';
-  if (label == 0)
-    return false;
-  struct in6_addr a6; /* a bare IPv6 literal, as SOCKS gives it */
-  return strchr(out, ':') == NULL || inet_pton(AF_INET6, out, &a6) == 1;
+  return label > 0;
 }
 
 /* "host[:port]", "[v6][:port]": the host part's length and the port (0

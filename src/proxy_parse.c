@@ -4,6 +4,7 @@
  * NUL-terminated by the sender, and anything unusual is refused rather
  * than guessed at.
  */
+#include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -218,11 +219,12 @@ int proxy_parse_socks(const unsigned char *buf, size_t len, struct socks_request
     snprintf(text, sizeof text, "%u.%u.%u.%u", r[4], r[5], r[6], r[7]);
     ok = net_host_normalize(text, strlen(text), rq->host);
   } else if (r[3] == 4) {
-    int n = 0;
-    for (int i = 0; i < 16; i += 2)
-      n += snprintf(text + n, sizeof text - (size_t)n, "%s%x", i ? ":" : "",
-                    (unsigned)(r[4 + i] << 8 | r[5 + i]));
-    ok = net_host_normalize(text, (size_t)n, rq->host);
+    text[0] = '[';
+    ok = inet_ntop(AF_INET6, r + 4, text + 1, sizeof text - 2) != NULL;
+    if (ok) {
+      strcat(text, "]");
+      ok = net_host_normalize(text, strlen(text), rq->host);
+    }
   } else {
     ok = r[4] > 0 && !memchr(r + 5, '\0', r[4]) &&
          net_host_normalize((const char *)r + 5, r[4], rq->host);

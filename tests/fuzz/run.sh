@@ -11,7 +11,7 @@ build=$1 secs=$2
 here=$(cd "$(dirname "$0")" && pwd)
 crash=${CRASH_DIR:-$(mktemp -d)}
 rc=0
-for t in request policy mcp; do
+for t in request policy mcp proxy; do
   work=$(mktemp -d)
   log=$(mktemp)
   "$build/tests/fuzz/fuzz_$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
