@@ -29,13 +29,18 @@
 #include "internal.h"
 #include "proxy.h"
 
-#define BUF_SIZE (64 * 1024)
+#define BUF_SIZE (256 * 1024)
 #define CONN_MAX 4096                /* connections at once, per run */
 #define BUFFERED_MAX (64 << 20)      /* bytes in flight, per run */
 #define HEAD_TIMEOUT_MS 10000        /* to send the request */
 #define CONNECT_TIMEOUT_MS 20000     /* lookup and connect */
 #define LOOKUPS_MAX 8                /* threads resolving at once */
 #define LINGER_MS 2000               /* reading away a refused client's bytes */
+/* Pipes for splicing, per run: each holds up to 64 KiB of the user's
+ * pipe allowance (fs.pipe-user-pages-soft: 1,024 such pipes), so a run
+ * takes a quarter of it at most; past it, bytes go through buffers. */
+#define PIPES_MAX 256
+#define PIPE_BYTES (1 << 20)
 #define ADDRS_MAX 8
 
 enum tag_kind { T_HANDOVER = 1, T_LISTEN, T_LOOKUP, T_TIMER, T_CLIENT, T_UPSTREAM };
@@ -50,7 +55,12 @@ struct tag {
 struct buf {
   char *data; /* BUF_SIZE bytes while in use */
   size_t off, len;
+  int pr, pw;   /* relaying: a pipe the bytes are spliced through, or -1 */
+  size_t piped; /* bytes in it */
 };
+
+/* Bytes a direction holds, in the buffer or the pipe. */
+static size_t held(const struct buf *b) { return b->len + b->piped; }
 
 enum conn_state { S_HEAD, S_LOOKUP, S_CONNECT, S_RELAY, S_CLOSING, S_DEAD };
 
@@ -110,7 +120,7 @@ struct proxy {
   int listen[2];
   struct tag handover_tag, listen_tag[2], lookup_tag, timer_tag;
   struct conn *conns, *dead, *queue, *starved;
-  size_t nconns, pending, buffered;
+  size_t nconns, pending, buffered, npipes;
   int nlookups;
   bool timer_armed;
   struct lookups *lookups;
@@ -191,6 +201,27 @@ static bool buf_take(struct proxy *p, struct conn *c, struct buf *b) {
   return true;
 }
 
+static void pipe_drop(struct proxy *p, struct buf *b) {
+  if (b->pr < 0)
+    return;
+  close(b->pr);
+  close(b->pw);
+  b->pr = b->pw = -1;
+  b->piped = 0;
+  p->npipes--;
+}
+
+static bool pipe_take(struct proxy *p, struct buf *b) {
+  int fds[2];
+  if (p->npipes >= PIPES_MAX || pipe2(fds, O_NONBLOCK | O_CLOEXEC) < 0)
+    return false;
+  fcntl(fds[1], F_SETPIPE_SZ, PIPE_BYTES);
+  b->pr = fds[0];
+  b->pw = fds[1];
+  p->npipes++;
+  return true;
+}
+
 static void buf_drop(struct proxy *p, struct buf *b) {
   if (!b->data)
     return;
@@ -227,6 +258,8 @@ static void conn_close(struct conn *c) {
   c->cfd = c->ufd = -1;
   buf_drop(p, &c->up);
   buf_drop(p, &c->down);
+  pipe_drop(p, &c->up);
+  pipe_drop(p, &c->down);
   free(c->head);
   c->head = NULL;
   if (c->lk)
@@ -322,13 +355,13 @@ static void update(struct conn *c) {
     uw = EPOLLOUT;
     break;
   case S_RELAY:
-    if (!c->up.len && !c->c_eof && !c->starved)
+    if (!held(&c->up) && !c->c_eof && !c->starved)
       cw |= EPOLLIN;
-    if (c->down.len)
+    if (held(&c->down))
       cw |= EPOLLOUT;
-    if (!c->down.len && !c->u_eof && !c->starved)
+    if (!held(&c->down) && !c->u_eof && !c->starved)
       uw |= EPOLLIN;
-    if (c->up.len)
+    if (held(&c->up))
       uw |= EPOLLOUT;
     break;
   case S_CLOSING:
@@ -681,8 +714,8 @@ static void client_head(struct conn *c) {
 
 /* ------------------------------------------------------------ relay */
 
-/* From `from` into b, then on to `to`. */
-static bool pump(struct conn *c, int from, int to, struct buf *b, bool *eof, bool *shut) {
+/* From `from` into b's buffer, then on to `to`: where no pipe can be had. */
+static bool pump_copy(struct conn *c, int from, int to, struct buf *b, bool *eof) {
   struct proxy *p = c->px;
   if (!b->len && !*eof) {
     if (!buf_take(p, c, b))
@@ -697,9 +730,49 @@ static bool pump(struct conn *c, int from, int to, struct buf *b, bool *eof, boo
     if (!b->len)
       buf_drop(p, b);
   }
+  return !b->len || flush(p, to, b);
+}
+
+/* From `from` through b's pipe to `to`, without copying the bytes through
+ * this process; a few rounds while both sides keep up. */
+static bool pump_splice(struct conn *c, int from, int to, struct buf *b, bool *eof) {
+  for (int round = 0; round < 8; round++) {
+    bool moved = false;
+    if (!b->piped && !*eof) {
+      ssize_t n = splice(from, NULL, b->pw, NULL, PIPE_BYTES, SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+      if (n == 0)
+        *eof = true;
+      else if (n > 0)
+        b->piped = (size_t)n, moved = true;
+      else if (errno != EAGAIN && errno != EINTR)
+        return false;
+    }
+    if (b->piped) {
+      ssize_t n = splice(b->pr, NULL, to, NULL, b->piped, SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+      if (n > 0)
+        b->piped -= (size_t)n, moved = true;
+      else if (n < 0 && errno != EAGAIN && errno != EINTR)
+        return false;
+    }
+    if (!moved || b->piped || *eof)
+      break;
+  }
+  (void)c;
+  return true;
+}
+
+static bool pump(struct conn *c, int from, int to, struct buf *b, bool *eof, bool *shut) {
+  struct proxy *p = c->px;
+  /* What came before the relay (a reply, the head's leftovers) first. */
   if (b->len && !flush(p, to, b))
     return false;
-  if (*eof && !b->len && !*shut) {
+  if (!b->len) {
+    bool ok = b->pr >= 0 || pipe_take(p, b) ? pump_splice(c, from, to, b, eof)
+                                             : pump_copy(c, from, to, b, eof);
+    if (!ok)
+      return false;
+  }
+  if (*eof && !held(b) && !*shut) {
     shutdown(to, SHUT_WR);
     *shut = true;
   }
@@ -755,6 +828,7 @@ static void accept_all(struct proxy *p, int fd, bool socks) {
     c->ufd = -1;
     c->socks = socks;
     c->head = head;
+    c->up.pr = c->up.pw = c->down.pr = c->down.pw = -1;
     c->ct = (struct tag){T_CLIENT, c, -1, false};
     c->ut = (struct tag){T_UPSTREAM, c, -1, false};
     c->deadline = mono_ms() + HEAD_TIMEOUT_MS;
