@@ -36,10 +36,13 @@
 #define CONNECT_TIMEOUT_MS 20000     /* lookup and connect */
 #define LOOKUPS_MAX 8                /* threads resolving at once */
 #define LINGER_MS 2000               /* reading away a refused client's bytes */
-/* Pipes for splicing, per run: each holds up to 64 KiB of the user's
- * pipe allowance (fs.pipe-user-pages-soft: 1,024 such pipes), so a run
- * takes a quarter of it at most; past it, bytes go through buffers. */
-#define PIPES_MAX 256
+/* Pipes for splicing, per run.  They count against the user's pipe
+ * allowance (fs.pipe-user-pages-soft, 64 MiB by default; past it the
+ * user's new pipes get one page): the first few are 1 MiB, for bulk
+ * transfers, the rest the default 64 KiB, at most a quarter of the
+ * allowance in all; past PIPES_MAX, bytes go through buffers. */
+#define PIPES_MAX 128
+#define PIPES_BIG 8
 #define PIPE_BYTES (1 << 20)
 #define ADDRS_MAX 8
 
@@ -215,7 +218,8 @@ static bool pipe_take(struct proxy *p, struct buf *b) {
   int fds[2];
   if (p->npipes >= PIPES_MAX || pipe2(fds, O_NONBLOCK | O_CLOEXEC) < 0)
     return false;
-  fcntl(fds[1], F_SETPIPE_SZ, PIPE_BYTES);
+  if (p->npipes < PIPES_BIG)
+    fcntl(fds[1], F_SETPIPE_SZ, PIPE_BYTES);
   b->pr = fds[0];
   b->pw = fds[1];
   p->npipes++;
