@@ -827,6 +827,8 @@ static void accept_all(struct proxy *p, int fd, bool socks) {
       free(c);
       continue;
     }
+    int one = 1; /* small answers (a 200, a SOCKS reply) go out at once */
+    setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     c->px = p;
     c->cfd = s;
     c->ufd = -1;

@@ -192,6 +192,20 @@ import urllib.request
 print(urllib.request.urlopen(\"http://good.test:$port/hello.txt?busy\").read().decode().strip())'"
 expect_eq "hello through the proxy" "$so"
 
+t "a client that half-closes its side of a tunnel still gets the whole answer"
+run "python3 -c '
+import socket
+s = socket.create_connection((\"127.0.0.1\", 3128))
+s.sendall(b\"CONNECT good.test:$port HTTP/1.1\\r\\n\\r\\nGET /hello.txt?half HTTP/1.0\\r\\n\\r\\n\")
+s.shutdown(socket.SHUT_WR)
+r = b\"\"
+while True:
+    b = s.recv(65536)
+    if not b: break
+    r += b
+print(r.split(b\"\\r\\n\\r\\n\")[-1].decode().strip())'"
+expect_eq "hello through the proxy" "$so"
+
 t "corral run's stderr says each refusal in one line"
 err=$("$CORRAL" run "${policy[@]}" -- sh -c "curl -fsS -m 10 http://other.test:$port/a; curl -fsS -m 10 http://other.test:1/b" 2>&1 >/dev/null)
 expect_contains "$err" "corral: connection to other.test:$port refused: not in the policy's allowed domains; allow with --allow-domain other.test:$port"
