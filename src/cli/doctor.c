@@ -133,15 +133,17 @@ int cmd_doctor(int argc, char **argv) {
 
   static const char *fnames[] = {"writes",       "network",       "processIsolation",
                                  "signalScoping", "denyRead",      "restrictedReads",
-                                 "readOnlyPaths", "protectedNames", "syscallFilter"};
+                                 "readOnlyPaths", "protectedNames", "syscallFilter",
+                                 "networkFilter"};
   bool linux_ok = userns && !obstacle[0] && netns;
   bool lin[] = {linux_ok, linux_ok, linux_ok, linux_ok, linux_ok,
-                linux_ok, linux_ok, linux_ok, linux_ok && seccomp};
+                linux_ok, linux_ok, linux_ok, linux_ok && seccomp, linux_ok};
   bool ll = abi > 0;
-  bool lan[] = {ll, seccomp, false, abi >= 6, ll, ll, false, ll, seccomp};
+  /* networkFilter: the proxies need a network namespace of the sandbox's own. */
+  bool lan[] = {ll, seccomp, false, abi >= 6, ll, ll, false, ll, seccomp, false};
   json_t *adapters = json_object();
-  json_object_set_new(adapters, "linux", features(fnames, lin, 9));
-  json_object_set_new(adapters, "landlock", features(fnames, lan, 9));
+  json_object_set_new(adapters, "linux", features(fnames, lin, sizeof fnames / sizeof *fnames));
+  json_object_set_new(adapters, "landlock", features(fnames, lan, sizeof fnames / sizeof *fnames));
   json_object_set_new(report, "adapters", adapters);
 
   corral_policy *policy = corral_policy_new();
@@ -189,7 +191,7 @@ int cmd_doctor(int argc, char **argv) {
         printf("  %-22s %s\n", key, json_is_true(v) ? "yes" : "no");
     }
     printf("\n%-20s %-8s %-8s\n", "feature", "linux", "landlock");
-    for (size_t i = 0; i < 9; i++)
+    for (size_t i = 0; i < sizeof fnames / sizeof *fnames; i++)
       printf("%-20s %-8s %-8s\n", fnames[i], lin[i] ? "yes" : "no", lan[i] ? "yes" : "no");
     printf("\n");
     json_t *lim;
