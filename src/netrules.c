@@ -16,7 +16,9 @@ static bool host_char(unsigned char c) {
   return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
 }
 
-bool net_host_normalize(const char *host, size_t len, char *out) {
+/* Into a scratch buffer first: `out` gets a name only once it is one (a
+ * caller may show it, and the bytes are the command's). */
+static bool normalize(const char *host, size_t len, char *out) {
   if (len >= 2 && host[0] == '[' && host[len - 1] == ']') { /* an IPv6 literal */
     host++, len -= 2;
     struct in6_addr a6;
@@ -48,6 +50,15 @@ bool net_host_normalize(const char *host, size_t len, char *out) {
   }
   out[len] = '\0';
   return label > 0;
+}
+
+bool net_host_normalize(const char *host, size_t len, char *out) {
+  char scratch[NET_HOST_MAX + 1];
+  out[0] = '\0';
+  if (!normalize(host, len, scratch))
+    return false;
+  memcpy(out, scratch, strlen(scratch) + 1);
+  return true;
 }
 
 /* "host[:port]", "[v6][:port]": the host part's length and the port (0
@@ -203,8 +214,10 @@ void net_rules_free(struct net_rules *r) {
   memset(r, 0, sizeof *r);
 }
 
+/* An allow entry without a port means 80 and 443; a deny entry without
+ * one, every port (a deny must never be narrower than it reads). */
 static bool rule_matches(const struct net_rule *rule, const char *host, int port) {
-  if (rule->port ? rule->port != port : port != 80 && port != 443)
+  if (rule->port ? rule->port != port : !rule->deny && port != 80 && port != 443)
     return false;
   if (!rule->wildcard)
     return strcmp(rule->host, host) == 0;
@@ -250,8 +263,16 @@ static const struct {
     {"172.16.0.0/12", "a private address"},        {"192.0.0.0/24", "a reserved address"},
     {"192.168.0.0/16", "a private address"},       {"198.18.0.0/15", "a benchmark address"},
     {"224.0.0.0/3", "a multicast or reserved address"},
-    {"::/127", "a loopback or unspecified address"}, {"fc00::/7", "a private address"},
-    {"fe80::/10", "a link-local address"},         {"ff00::/8", "a multicast address"},
+    {"192.0.2.0/24", "a documentation address"},   {"198.51.100.0/24", "a documentation address"},
+    {"203.0.113.0/24", "a documentation address"}, {"192.88.99.0/24", "a relay address"},
+    {"::/127", "a loopback or unspecified address"},
+    {"::/96", "an IPv4-compatible address"},
+    {"::ffff:0:0:0/96", "an IPv4-translated address"},
+    {"64:ff9b:1::/48", "a local-use translation address"},
+    {"100::/64", "a discard address"},              {"2001::/32", "a Teredo tunnel address"},
+    {"2001:db8::/32", "a documentation address"},  {"fc00::/7", "a private address"},
+    {"fe80::/10", "a link-local address"},         {"fec0::/10", "a site-local address"},
+    {"ff00::/8", "a multicast address"},
 };
 
 /* IPv6 forms that carry an IPv4 address: mapped, NAT64, 6to4. */
@@ -304,7 +325,7 @@ const char *net_address_check(const struct net_rules *r, const struct sockaddr *
   }
   for (size_t i = 0; i < nown; i++)
     if (in_range(&own[i], family, a))
-      return "an address of this host";
+      return "an address of this host or of a network it is on";
   return NULL;
 }
 
@@ -320,15 +341,32 @@ struct net_range *net_own_addresses(size_t *n) {
   for (struct ifaddrs *i = ifa; v && i; i = i->ifa_next) {
     if (!i->ifa_addr)
       continue;
+    /* The whole network of each address: its neighbours and its gateway
+     * are as much the host's surroundings as the address itself. */
     struct net_range *r = &v[*n];
+    const unsigned char *mask;
+    size_t len;
     if (i->ifa_addr->sa_family == AF_INET) {
-      r->family = AF_INET, r->prefix = 32;
+      r->family = AF_INET, len = 4;
       memcpy(r->addr, &((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr, 4);
+      mask = i->ifa_netmask ? (const unsigned char *)&((struct sockaddr_in *)(void *)
+                                                           i->ifa_netmask)->sin_addr
+                            : NULL;
     } else if (i->ifa_addr->sa_family == AF_INET6) {
-      r->family = AF_INET6, r->prefix = 128;
+      r->family = AF_INET6, len = 16;
       memcpy(r->addr, &((struct sockaddr_in6 *)(void *)i->ifa_addr)->sin6_addr, 16);
+      mask = i->ifa_netmask ? (const unsigned char *)&((struct sockaddr_in6 *)(void *)
+                                                           i->ifa_netmask)->sin6_addr
+                            : NULL;
     } else {
       continue;
+    }
+    r->prefix = (int)len * 8;
+    if (mask) {
+      int bits = 0;
+      for (size_t k = 0; k < len; k++)
+        bits += __builtin_popcount(mask[k]);
+      r->prefix = bits;
     }
     (*n)++;
   }

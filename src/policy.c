@@ -386,14 +386,40 @@ int policy_load_buffer(corral_policy *p, const char *data, size_t len, const cha
 /* The password entry's home directory, for when HOME cannot say (env -i,
  * cron, some service managers), and for stores kept in the real home while
  * HOME points elsewhere (sudo -E, a temporary HOME). */
+/* Read from /etc/passwd itself, not through NSS: corral is a static
+ * binary, and the NSS modules a static glibc would load are the system's
+ * shared objects, of another build (a uid without an entry crashed in
+ * one).  Accounts kept elsewhere (LDAP, homed) have HOME. */
 static bool passwd_home(char *out, size_t size) {
-  struct passwd pw, *found = NULL;
-  char buf[4096];
-  if (getpwuid_r(geteuid(), &pw, buf, sizeof buf, &found) != 0 || !found || !found->pw_dir ||
-      found->pw_dir[0] != '/' || strlen(found->pw_dir) >= size)
+  FILE *f = fopen("/etc/passwd", "re");
+  if (!f)
     return false;
-  snprintf(out, size, "%s", found->pw_dir);
-  return true;
+  char line[4096];
+  bool found = false;
+  unsigned long me = (unsigned long)geteuid();
+  while (!found && fgets(line, sizeof line, f)) {
+    /* name:password:uid:gid:gecos:dir:shell */
+    char *field[7] = {line};
+    int n = 1;
+    for (char *c = line; *c && n < 7; c++)
+      if (*c == ':') {
+        *c = '\0';
+        field[n++] = c + 1;
+      }
+    if (n < 7)
+      continue;
+    char *end;
+    unsigned long uid = strtoul(field[2], &end, 10);
+    if (end == field[2] || *end || uid != me)
+      continue;
+    field[5][strcspn(field[5], "\n")] = '\0';
+    if (field[5][0] == '/' && strlen(field[5]) < size) {
+      snprintf(out, size, "%s", field[5]);
+      found = true;
+    }
+  }
+  fclose(f);
+  return found;
 }
 
 bool user_home(char *out, size_t size) {

@@ -30,7 +30,18 @@
 #include "proxy.h"
 
 #define BUF_SIZE (256 * 1024)
-#define CONN_MAX 4096                /* connections at once, per run */
+/* The head buffer: a request head, and room for what its rewriting adds
+ * (a Host line, Connection: close). */
+#define HEAD_CAP (PROXY_HEAD_MAX + 512)
+/* Kernel socket buffers of the supervisor's sockets are bounded too (left
+ * alone they grow to tcp_rmem's and tcp_wmem's maxima, megabytes each):
+ * large for the first few connections, for bulk transfers, small for the
+ * rest, so a run's connections hold at most about 8 x 4 MiB + 4,088 x
+ * 256 KiB of the host's memory. */
+#define SOCKBUF_BIG (512 * 1024)
+#define SOCKBUF_SMALL (32 * 1024)
+#define BIG_CONNS 8
+#define CONN_MAX 4096                /* connections at once, per run (and the descriptors') */
 #define BUFFERED_MAX (64 << 20)      /* bytes in flight, per run */
 #define HEAD_TIMEOUT_MS 10000        /* to send the request */
 #define CONNECT_TIMEOUT_MS 20000     /* lookup and connect */
@@ -80,8 +91,12 @@ struct conn {
   bool greeted;              /* SOCKS: the greeting is answered */
   bool tunnel_reply;         /* CONNECT: "200" once the upstream is connected */
   enum conn_state st;
-  char *head;                /* HEAD: the request so far (PROXY_HEAD_MAX bytes) */
-  size_t hlen;
+  char *head;                /* the request so far (HEAD_CAP bytes); then what goes */
+  size_t hlen;               /* upstream first: [pre_off, hlen) */
+  size_t pre_off;
+  char note[1100];           /* corral's own answer to the client (a refusal, a 200) */
+  size_t note_off, note_len;
+  bool big;                  /* one of the few with large socket buffers */
   char host[NET_HOST_MAX + 1];
   int port;
   struct sockaddr_storage addrs[ADDRS_MAX];
@@ -123,7 +138,8 @@ struct proxy {
   int listen[2];
   struct tag handover_tag, listen_tag[2], lookup_tag, timer_tag;
   struct conn *conns, *dead, *queue, *starved;
-  size_t nconns, pending, buffered, npipes;
+  size_t nconns, pending, buffered, npipes, nbig, conn_max;
+  bool paused; /* out of descriptors: the listeners wait for a connection to close */
   int nlookups;
   bool timer_armed;
   struct lookups *lookups;
@@ -235,13 +251,63 @@ static void buf_drop(struct proxy *p, struct buf *b) {
   p->buffered -= BUF_SIZE;
 }
 
-/* Small replies (a refusal, a SOCKS answer) ahead of anything else. */
-static bool buf_put(struct proxy *p, struct conn *c, struct buf *b, const void *data, size_t n) {
-  if (!buf_take(p, c, b) || b->off + b->len + n > BUF_SIZE)
-    return false;
-  memcpy(b->data + b->off + b->len, data, n);
-  b->len += n;
+/* corral's own answers, ahead of anything relayed: in the connection's
+ * own room, so that no shortage of buffers can lose one. */
+static void note_put(struct conn *c, const void *data, size_t n) {
+  if (n > sizeof c->note - c->note_len)
+    n = sizeof c->note - c->note_len;
+  memcpy(c->note + c->note_len, data, n);
+  c->note_len += n;
+}
+
+/* Sends data[*off, len) to fd; false on a hard error. */
+static bool send_part(int fd, const char *data, size_t *off, size_t len) {
+  while (*off < len) {
+    ssize_t n = send(fd, data + *off, len - *off, MSG_NOSIGNAL);
+    if (n < 0)
+      return errno == EAGAIN || errno == EINTR;
+    *off += (size_t)n;
+  }
   return true;
+}
+
+static bool note_flush(struct conn *c) {
+  bool ok = send_part(c->cfd, c->note, &c->note_off, c->note_len);
+  if (c->note_off == c->note_len)
+    c->note_off = c->note_len = 0;
+  return ok;
+}
+
+/* What goes upstream before anything relayed: the rewritten head and the
+ * bytes that came after it. */
+static bool pre_flush(struct conn *c) {
+  if (!c->head)
+    return true;
+  bool ok = send_part(c->ufd, c->head, &c->pre_off, c->hlen);
+  if (c->pre_off == c->hlen) {
+    free(c->head);
+    c->head = NULL;
+  }
+  return ok;
+}
+
+static size_t to_client(const struct conn *c) { return c->note_len - c->note_off + held(&c->down); }
+static size_t to_upstream(const struct conn *c) {
+  return (c->head && c->st != S_HEAD ? c->hlen - c->pre_off : 0) + held(&c->up);
+}
+
+static void sockbufs(struct conn *c, int fd) {
+  int size = c->big ? SOCKBUF_BIG : SOCKBUF_SMALL;
+  setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
+  setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
+}
+
+/* An upstream socket is closed at once, its queued bytes dropped (a
+ * graceful close would leave them in the host's memory, orphaned). */
+static void close_abort(int fd) {
+  struct linger l = {1, 0};
+  setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+  close(fd);
 }
 
 /* ------------------------------------------------------------ connections */
@@ -258,8 +324,18 @@ static void conn_close(struct conn *c) {
   if (c->cfd >= 0)
     close(c->cfd); /* closing removes it from the epoll set */
   if (c->ufd >= 0)
-    close(c->ufd);
+    close_abort(c->ufd);
   c->cfd = c->ufd = -1;
+  if (c->big)
+    p->nbig--;
+  if (p->paused) { /* a descriptor came free: the listeners take connections again */
+    p->paused = false;
+    for (int i = 0; i < 2; i++)
+      if (p->listen[i] >= 0) {
+        struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &p->listen_tag[i]};
+        epoll_ctl(p->ep, EPOLL_CTL_MOD, p->listen[i], &ev);
+      }
+  }
   buf_drop(p, &c->up);
   buf_drop(p, &c->down);
   pipe_drop(p, &c->up);
@@ -268,6 +344,7 @@ static void conn_close(struct conn *c) {
   c->head = NULL;
   if (c->lk)
     c->lk->c = NULL; /* the thread's answer is dropped when it comes */
+  c->lk = NULL;
   if (c->next)
     c->next->prev = c->prev;
   if (c->prev)
@@ -294,11 +371,19 @@ static void conn_close(struct conn *c) {
 static void close_after(struct conn *c) {
   struct proxy *p = c->px;
   if (c->ufd >= 0) {
-    close(c->ufd);
+    close_abort(c->ufd);
     c->ufd = -1;
     c->umask = 0;
   }
+  if (c->lk) { /* a lookup in flight: its answer is dropped when it comes */
+    c->lk->c = NULL;
+    c->lk = NULL;
+  }
+  free(c->head);
+  c->head = NULL;
   buf_drop(p, &c->up);
+  buf_drop(p, &c->down); /* what was relayed but not yet written goes */
+  pipe_drop(p, &c->down);
   if (c->st == S_RELAY)
     p->pending++;
   c->st = S_CLOSING;
@@ -307,27 +392,32 @@ static void close_after(struct conn *c) {
 }
 
 /* Says no on the wire, records it, and closes once that is written. */
-static void refuse(struct conn *c, int status, const char *why, const char *detail) {
+static void refuse(struct conn *c, int status, const char *why, const char *detail,
+                   bool denial) {
   struct proxy *p = c->px;
   char line[700];
-  if (c->host[0])
+  if (denial && c->host[0]) /* the policy said no: a fact for the outcome */
     record(p, c->host, c->port, detail ? detail : why);
   if (c->socks) {
     unsigned char rep[10] = {5, (unsigned char)status, 0, 1};
-    buf_put(p, c, &c->down, rep, sizeof rep);
+    note_put(c, rep, sizeof rep);
   } else {
     int n = c->host[0] ? snprintf(line, sizeof line, "corral: connection to %s:%d refused: %s\n",
                                   c->host, c->port, detail ? detail : why)
                        : snprintf(line, sizeof line, "corral: bad proxy request: %s\n", why);
     char head[900];
-    const char *text = status == 403 ? "Forbidden" : status == 502 ? "Bad Gateway"
-                     : status == 503 ? "Service Unavailable" : status == 431
-                         ? "Request Header Fields Too Large" : "Bad Request";
+    const char *text = status == 403   ? "Forbidden"
+                       : status == 408 ? "Request Timeout"
+                       : status == 431 ? "Request Header Fields Too Large"
+                       : status == 502 ? "Bad Gateway"
+                       : status == 503 ? "Service Unavailable"
+                       : status == 504 ? "Gateway Timeout"
+                                       : "Bad Request";
     int h = snprintf(head, sizeof head,
                      "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nConnection: close\r\n"
                      "Content-Length: %d\r\n\r\n%s",
                      status, text, n, line);
-    buf_put(p, c, &c->down, head, (size_t)h);
+    note_put(c, head, (size_t)h);
   }
   close_after(c);
 }
@@ -359,17 +449,17 @@ static void update(struct conn *c) {
     uw = EPOLLOUT;
     break;
   case S_RELAY:
-    if (!held(&c->up) && !c->c_eof && !c->starved)
+    if (!to_upstream(c) && !c->c_eof && !c->starved)
       cw |= EPOLLIN;
-    if (held(&c->down))
+    if (to_client(c))
       cw |= EPOLLOUT;
-    if (!held(&c->down) && !c->u_eof && !c->starved)
+    if (!to_client(c) && !c->u_eof && !c->starved)
       uw |= EPOLLIN;
-    if (held(&c->up))
+    if (to_upstream(c))
       uw |= EPOLLOUT;
     break;
   case S_CLOSING:
-    if (c->down.len) {
+    if (to_client(c)) {
       cw = EPOLLOUT;
       break;
     }
@@ -448,7 +538,7 @@ static void addresses_ready(struct conn *c, const struct addrinfo *res) {
       inet_ntop(a->ai_family, in, text, sizeof text);
       snprintf(detail, sizeof detail, "%s resolves to %s, %s (allow it with --allow-address)",
                c->host, text, why);
-      refuse(c, c->socks ? 2 : 403, why, detail);
+      refuse(c, c->socks ? 2 : 403, why, detail, true);
       return;
     }
     if (c->naddrs < ADDRS_MAX) {
@@ -462,7 +552,7 @@ static void addresses_ready(struct conn *c, const struct addrinfo *res) {
     }
   }
   if (!c->naddrs) {
-    refuse(c, c->socks ? 4 : 502, "the name has no address", NULL);
+    refuse(c, c->socks ? 4 : 502, "the name has no address", NULL, false);
     return;
   }
   c->st = S_CONNECT;
@@ -489,6 +579,8 @@ static bool lookup_here(struct conn *c) {
 
 static void start_lookup(struct conn *c) {
   struct proxy *p = c->px;
+  if (c->st != S_LOOKUP) /* lookup and connect, from here on */
+    c->deadline = mono_ms() + CONNECT_TIMEOUT_MS;
   c->st = S_LOOKUP;
   update(c);
   if (lookup_here(c))
@@ -506,7 +598,7 @@ static void start_lookup(struct conn *c) {
   pthread_t t;
   pthread_attr_t attr;
   if (!lk) {
-    refuse(c, c->socks ? 1 : 503, "out of memory", NULL);
+    refuse(c, c->socks ? 1 : 503, "out of memory", NULL, false);
     return;
   }
   snprintf(lk->host, sizeof lk->host, "%s", c->host);
@@ -528,7 +620,7 @@ static void start_lookup(struct conn *c) {
   if (e) {
     lookups_unref(p->lookups);
     free(lk);
-    refuse(c, c->socks ? 1 : 503, "no thread to resolve the name", NULL);
+    refuse(c, c->socks ? 1 : 503, "no thread to resolve the name", NULL, false);
     return;
   }
   c->lk = lk;
@@ -543,7 +635,7 @@ static void lookups_answered(struct proxy *p) {
     if (c && c->st == S_LOOKUP) {
       c->lk = NULL;
       if (lk->rc != 0)
-        refuse(c, c->socks ? 4 : 502, "the name could not be resolved", NULL);
+        refuse(c, c->socks ? 4 : 502, "the name could not be resolved", NULL, false);
       else
         addresses_ready(c, lk->res);
     }
@@ -570,10 +662,10 @@ static void connected(struct conn *c) {
   static const char established[] = "HTTP/1.1 200 Connection established\r\n\r\n";
   static const unsigned char granted[10] = {5, 0, 0, 1};
   if (c->socks)
-    buf_put(p, c, &c->down, granted, sizeof granted);
+    note_put(c, granted, sizeof granted);
   else if (c->tunnel_reply)
-    buf_put(p, c, &c->down, established, sizeof established - 1);
-  if (!flush(p, c->ufd, &c->up) || (c->down.len && !flush(p, c->cfd, &c->down))) {
+    note_put(c, established, sizeof established - 1);
+  if (!pre_flush(c) || !note_flush(c)) {
     conn_close(c);
     return;
   }
@@ -584,13 +676,14 @@ static void connect_next(struct conn *c) {
   while (c->tried < c->naddrs) {
     int i = c->tried++;
     if (c->ufd >= 0) {
-      close(c->ufd);
+      close_abort(c->ufd);
       c->ufd = -1;
       c->umask = 0;
     }
     c->ufd = socket(c->addrs[i].ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (c->ufd < 0)
       continue;
+    sockbufs(c, c->ufd);
     if (connect(c->ufd, (struct sockaddr *)&c->addrs[i], c->alens[i]) == 0) {
       connected(c);
       return;
@@ -600,7 +693,7 @@ static void connect_next(struct conn *c) {
       return;
     }
   }
-  refuse(c, c->socks ? 5 : 502, "the host did not accept the connection", NULL);
+  refuse(c, c->socks ? 5 : 502, "the host did not accept the connection", NULL, false);
 }
 
 static void connect_done(struct conn *c) {
@@ -622,7 +715,7 @@ static void checked(struct conn *c) {
   if (why) {
     char detail[600];
     snprintf(detail, sizeof detail, "%s%s%s", why, reason ? ": " : "", reason ? reason : "");
-    refuse(c, c->socks ? 2 : 403, why, detail);
+    refuse(c, c->socks ? 2 : 403, why, detail, true);
     return;
   }
   start_lookup(c);
@@ -630,46 +723,36 @@ static void checked(struct conn *c) {
 
 /* The request so far: complete, refused, or more to read. */
 static void head_parse(struct conn *c) {
-  struct proxy *p = c->px;
   if (c->socks) {
     struct socks_request rq;
     int rep, r = proxy_parse_socks((unsigned char *)c->head, c->hlen, &rq, &rep);
     if (rq.greeting_len && c->hlen >= rq.greeting_len && !c->greeted) {
       if (!rq.no_auth) { /* 0xff: no method offered is acceptable */
         static const unsigned char none[2] = {5, 0xff};
-        buf_put(p, c, &c->down, none, sizeof none);
+        note_put(c, none, sizeof none);
         close_after(c);
         return;
       }
       static const unsigned char ok[2] = {5, 0};
-      buf_put(p, c, &c->down, ok, sizeof ok);
+      note_put(c, ok, sizeof ok);
       c->greeted = true;
-      if (!flush(p, c->cfd, &c->down)) {
+      if (!note_flush(c)) {
         conn_close(c);
         return;
       }
     }
-    if (r < 0) {
-      snprintf(c->host, sizeof c->host, "%s", rq.host);
-      c->port = rq.port;
-      refuse(c, rep, rep == 2 ? "not a host name" : "a malformed SOCKS5 request", NULL);
+    if (r < 0) { /* no host is kept from a malformed request */
+      refuse(c, rep, rep == 2 ? "not a host name" : "a malformed SOCKS5 request", NULL, false);
       return;
     }
     if (r != 1) {
       if (c->hlen >= PROXY_HEAD_MAX)
-        refuse(c, 1, "the request is too long", NULL);
+        refuse(c, 1, "the request is too long", NULL, false);
       return;
     }
     snprintf(c->host, sizeof c->host, "%s", rq.host);
     c->port = rq.port;
-    /* Bytes after the request: the first of the tunnel, kept. */
-    if (c->hlen > rq.request_len &&
-        !buf_put(p, c, &c->up, c->head + rq.request_len, c->hlen - rq.request_len)) {
-      refuse(c, 1, "out of memory", NULL);
-      return;
-    }
-    free(c->head);
-    c->head = NULL;
+    c->pre_off = rq.request_len; /* bytes after the request: the tunnel's first */
     checked(c);
     return;
   }
@@ -680,27 +763,29 @@ static void head_parse(struct conn *c) {
   if (r == 0)
     return;
   if (r < 0) {
-    refuse(c, status, why, NULL);
+    refuse(c, status, why, NULL, false);
     return;
   }
   snprintf(c->host, sizeof c->host, "%s", rq.host);
   c->port = rq.port;
-  /* What goes upstream first: the rewritten head for a plain request,
-   * and any bytes that came after the head. */
-  bool ok = true;
-  if (rq.forward)
-    ok = rq.forward_len + (c->hlen - rq.head_len) <= BUF_SIZE &&
-         buf_put(p, c, &c->up, rq.forward, rq.forward_len);
-  if (ok && c->hlen > rq.head_len)
-    ok = buf_put(p, c, &c->up, c->head + rq.head_len, c->hlen - rq.head_len);
-  free(rq.forward);
-  if (!ok) {
-    refuse(c, 503, "out of memory", NULL);
-    return;
+  /* What goes upstream first, in the head buffer: the rewritten head of a
+   * plain request, and any bytes that came after the head. */
+  size_t rest = c->hlen - rq.head_len;
+  if (rq.forward) {
+    if (rq.forward_len + rest > HEAD_CAP) { /* cannot be: the rewriting adds less */
+      free(rq.forward);
+      refuse(c, 431, "the request head is too long", NULL, false);
+      return;
+    }
+    memmove(c->head + rq.forward_len, c->head + rq.head_len, rest);
+    memcpy(c->head, rq.forward, rq.forward_len);
+    c->hlen = rq.forward_len + rest;
+    c->pre_off = 0;
+    free(rq.forward);
+  } else {
+    c->pre_off = rq.head_len;
   }
   c->tunnel_reply = rq.connect;
-  free(c->head);
-  c->head = NULL;
   checked(c);
 }
 
@@ -767,7 +852,12 @@ static bool pump_splice(struct conn *c, int from, int to, struct buf *b, bool *e
 
 static bool pump(struct conn *c, int from, int to, struct buf *b, bool *eof, bool *shut) {
   struct proxy *p = c->px;
-  /* What came before the relay (a reply, the head's leftovers) first. */
+  /* corral's own bytes first: its answer to the client, the head upstream. */
+  bool first = b == &c->down ? note_flush(c) : pre_flush(c);
+  if (!first)
+    return false;
+  if (b == &c->down ? c->note_len : c->head != NULL)
+    return true; /* still being written */
   if (b->len && !flush(p, to, b))
     return false;
   if (!b->len) {
@@ -814,10 +904,21 @@ static void wake_starved(struct proxy *p) {
 static void accept_all(struct proxy *p, int fd, bool socks) {
   for (;;) {
     int s = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (s < 0 && (errno == EMFILE || errno == ENFILE)) {
+      /* Out of descriptors: the listeners wait until a connection closes
+       * (the level-triggered set would spin on them meanwhile). */
+      p->paused = true;
+      for (int i = 0; i < 2; i++)
+        if (p->listen[i] >= 0) {
+          struct epoll_event ev = {.events = 0, .data.ptr = &p->listen_tag[i]};
+          epoll_ctl(p->ep, EPOLL_CTL_MOD, p->listen[i], &ev);
+        }
+      return;
+    }
     if (s < 0)
       return;
-    struct conn *c = p->nconns < CONN_MAX ? calloc(1, sizeof *c) : NULL;
-    char *head = c ? malloc(PROXY_HEAD_MAX) : NULL;
+    struct conn *c = p->nconns < p->conn_max ? calloc(1, sizeof *c) : NULL;
+    char *head = c ? malloc(HEAD_CAP) : NULL;
     if (!head) {
       static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\n"
                                  "Content-Length: 37\r\n\r\ncorral: too many proxy connections\r\n\r\n";
@@ -830,6 +931,9 @@ static void accept_all(struct proxy *p, int fd, bool socks) {
     int one = 1; /* small answers (a 200, a SOCKS reply) go out at once */
     setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     c->px = p;
+    c->big = p->nbig < BIG_CONNS;
+    p->nbig += c->big;
+    sockbufs(c, s);
     c->cfd = s;
     c->ufd = -1;
     c->socks = socks;
@@ -880,11 +984,11 @@ static void tick(struct proxy *p) {
     if (c->deadline < 0 || now < c->deadline)
       continue;
     if (c->st == S_HEAD)
-      refuse(c, c->socks ? 1 : 408, "the request took longer than 10 s to send", NULL);
+      refuse(c, c->socks ? 1 : 408, "the request took longer than 10 s to send", NULL, false);
     else if (c->st == S_CLOSING)
       conn_close(c);
     else
-      refuse(c, c->socks ? 4 : 504, "the host did not answer in time", NULL);
+      refuse(c, c->socks ? 4 : 504, "the host did not answer in time", NULL, false);
   }
 }
 
@@ -919,9 +1023,9 @@ static void on_conn(struct conn *c, bool upstream, uint32_t ev) {
       break;
     if (ev & EPOLLERR)
       conn_close(c);
-    else if (c->down.len && !flush(c->px, c->cfd, &c->down))
+    else if (!note_flush(c))
       conn_close(c);
-    else if (!c->down.len && c->c_shut && !drain(c))
+    else if (!c->note_len && c->c_shut && !drain(c))
       conn_close(c);
     else
       update(c);
@@ -996,15 +1100,32 @@ static void load_hosts(struct proxy *p) {
 
 /* Each connection holds two descriptors: the soft limit is raised to the
  * hard one, as servers do. */
-static void enough_descriptors(void) {
+static size_t enough_descriptors(void) {
   struct rlimit rl;
-  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+  if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+    return 16;
+  if (rl.rlim_cur < rl.rlim_max) {
     rl.rlim_cur = rl.rlim_max;
     setrlimit(RLIMIT_NOFILE, &rl);
+    getrlimit(RLIMIT_NOFILE, &rl);
   }
+  /* Two per connection, beside the pipes and what the process has. */
+  rlim_t spare = rl.rlim_cur > 256 + 2 * PIPES_MAX ? rl.rlim_cur - 256 - 2 * PIPES_MAX : 32;
+  return spare / 2 < CONN_MAX ? spare / 2 : CONN_MAX;
 }
 
+static void nss_builtin(void);
+
+/* glibc's own: which NSS services a database uses, in place of
+ * nsswitch.conf's line.  corral is a static binary, and the modules a
+ * static glibc would load (mdns, resolve, mymachines) are the system's
+ * shared objects, of another build: lookups use the two built in. */
+extern int __nss_configure_lookup(const char *db, const char *service_line);
+static void nss_builtin(void) { __nss_configure_lookup("hosts", "files dns"); }
+
 struct proxy *proxy_new(const struct net_rules *rules) {
+  static pthread_once_t nss_once = PTHREAD_ONCE_INIT;
+  pthread_once(&nss_once, nss_builtin);
   struct proxy *p = calloc(1, sizeof *p);
   struct lookups *sh = calloc(1, sizeof *sh);
   if (!p || !sh) {
@@ -1030,7 +1151,7 @@ struct proxy *proxy_new(const struct net_rules *rules) {
   add_fd(p, p->timer, &p->timer_tag);
   add_fd(p, sh->sock[0], &p->lookup_tag);
   load_hosts(p);
-  enough_descriptors();
+  p->conn_max = enough_descriptors();
   return p;
 }
 

@@ -58,10 +58,23 @@ static bool authority(const char *s, size_t len, bool port_required, char *host,
   return *port && net_host_normalize(s, hlen, host);
 }
 
-/* Headers that are the proxy's, not the origin's. */
+/* A header's name: token characters up to the colon, nothing between. */
+static bool header_name(const char *line, size_t len) {
+  const char *colon = memchr(line, ':', len);
+  if (!colon || colon == line)
+    return false;
+  for (const char *c = line; c < colon; c++)
+    if (!strchr("!#$%&'*+-.^_`|~", *c) && !(*c >= '0' && *c <= '9') &&
+        !(*c >= 'a' && *c <= 'z') && !(*c >= 'A' && *c <= 'Z'))
+      return false;
+  return true;
+}
+
+/* Headers that are the proxy's, not the origin's, and Host, which the
+ * proxy sets from the URL it checked. */
 static bool hop_header(const char *line, size_t len) {
   static const char *const hop[] = {"proxy-connection", "proxy-authorization", "connection",
-                                    "keep-alive"};
+                                    "keep-alive", "host"};
   for (size_t i = 0; i < sizeof hop / sizeof *hop; i++) {
     size_t n = strlen(hop[i]);
     if (len > n && line[n] == ':' && strncasecmp(line, hop[i], n) == 0)
@@ -134,7 +147,7 @@ int proxy_parse_http(const char *buf, size_t len, struct http_request *rq, const
    * headers dropped, and the connection closed after one response (the
    * upstream is fixed for this connection; a second request on it could
    * not be checked). */
-  size_t cap = rq->head_len + 64;
+  size_t cap = rq->head_len + NET_HOST_MAX + 64;
   char *out = malloc(cap);
   if (!out) {
     *why = "out of memory";
@@ -147,11 +160,17 @@ int proxy_parse_http(const char *buf, size_t len, struct http_request *rq, const
     out[n++] = '/';
   memcpy(out + n, path, plen), n += plen;
   memcpy(out + n, sp2, (size_t)(line_end - sp2) + 2), n += (size_t)(line_end - sp2) + 2;
+  /* The origin is told the host that was checked, whatever the client's
+   * Host said (else one allowed address could be asked for any name it
+   * serves). */
+  bool v6 = strchr(rq->host, ':') != NULL;
+  n += (size_t)snprintf(out + n, cap - n, rq->port == 80 ? "Host: %s%s%s\r\n" : "Host: %s%s%s:%d\r\n",
+                        v6 ? "[" : "", rq->host, v6 ? "]" : "", rq->port);
   const char *h = line_end + 2;
   const char *hend = buf + rq->head_len - 2; /* the final CRLF */
   while (h < hend) {
     const char *e = memchr(h, '\r', (size_t)(hend - h));
-    if (!e || e[1] != '\n' || !memchr(h, ':', (size_t)(e - h)) || *h == ' ' || *h == '\t' ||
+    if (!e || e[1] != '\n' || !header_name(h, (size_t)(e - h)) ||
         memchr(h, '\n', (size_t)(e - h))) {
       free(out);
       *why = "a malformed header line";

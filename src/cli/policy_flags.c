@@ -3,6 +3,7 @@
 
 #include "cli.h"
 #include "policy.h"
+#include "../json_util.h"
 #include "run_limits.h"
 #include "../linux/linux.h"
 
@@ -546,8 +547,13 @@ void cli_report_outcome(const corral_outcome *o) {
     char times[32] = "";
     if (d->count > 1)
       snprintf(times, sizeof times, " (%ld times)", d->count);
-    fprintf(stderr, "corral: %s%s%s%s\n", d->reason ? d->reason : scope, times,
-            unlisted ? "; allow with --allow-domain " : "", unlisted ? scope : "");
+    /* The names in it are normalised host names; shown safely all the same. */
+    char line[1200];
+    snprintf(line, sizeof line, "%s%s%s%s", d->reason ? d->reason : scope, times,
+             unlisted ? "; allow with --allow-domain " : "", unlisted ? scope : "");
+    fputs("corral: ", stderr);
+    fputs_for_terminal(line, stderr);
+    fputc('\n', stderr);
     if (say && d->reason && strcmp(d->reason, o->message) == 0)
       say = false; /* said just now */
   }

@@ -206,6 +206,80 @@ while True:
 print(r.split(b\"\\r\\n\\r\\n\")[-1].decode().strip())'"
 expect_eq "hello through the proxy" "$so"
 
+t "a deny entry without a port covers every port"
+out=$("$CORRAL" run --json --allow-domain "good.test:$port" --allow-address 127.0.0.1 \
+  --deny-domain good.test -- curl -fsS -m 10 "http://good.test:$port/denied-any-port" 2>/dev/null)
+expect_contains "$(printf '%s' "$out" | json_get outcome.denial.reason)" "denied by the policy's denied domains"
+expect_eq 0 "$(reached /denied-any-port)" "requests upstream"
+
+t "the origin is told the host that was checked, not the client's Host"
+run "curl -fsS -m 10 -H 'Host: secret.internal' http://good.test:$port/hosthdr"
+expect_eq 1 "$(reached "GET /hosthdr good.test:$port")" "requests upstream with the checked Host"
+expect_eq 0 "$(reached secret.internal)" "requests naming the client's Host"
+
+t "a malformed SOCKS name leaves nothing of its bytes in the outcome or on stderr"
+err=$("$CORRAL" run --json "${policy[@]}" -- python3 -c '
+import socket, sys
+s = socket.create_connection(("127.0.0.1", 1080))
+name = b"[\x1b[1mcorral: done\n\x1b[8m]"
+s.sendall(b"\x05\x01\x00\x05\x01\x00\x03" + bytes([len(name)]) + name + b"\x01\xbb")
+s.recv(2); print(s.recv(10).hex()); sys.exit(1)' 2>&1)
+expect_contains "$err" '"stdout":"0502'
+expect_not_contains "$err" '"denials"'
+expect_not_contains "$err" "done"
+
+t "past the descriptors it has, the proxy answers 503 at once, does not spin, and serves again"
+cpu=$(python3 - "$CORRAL" "${policy[@]}" <<PY
+import resource, subprocess, sys
+code = """
+import socket, time, urllib.request
+held = [socket.create_connection(("127.0.0.1", 3128)) for _ in range(900)]
+busy = 0
+for s in held[-100:]:
+    s.settimeout(5)
+    busy += s.recv(12) == b"HTTP/1.1 503"
+time.sleep(3)
+for s in held: s.close()
+time.sleep(0.5)
+print(busy, urllib.request.urlopen("http://good.test:$port/hello.txt?flood", timeout=20).read().decode().strip())
+"""
+r = subprocess.run(["prlimit", "--nofile=1024:1024"] + sys.argv[1:2] + ["run"] + sys.argv[2:] +
+                   ["--", "python3", "-c", code], capture_output=True, text=True)
+u = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(r.stdout.strip())
+print("spins" if u.ru_utime + u.ru_stime > 2.5 else "idle")
+PY
+)
+expect_eq "100 hello through the proxy
+idle" "$cpu"
+
+if [ "$(id -u)" -eq 0 ]; then
+  t "a lookup still running when its connection times out (root: a resolver of the test's own)"
+  # In a network namespace of the test's own: a resolver on its loopback
+  # that answers after 21 s, past the proxy's 20 s for lookup and connect.
+  cat > "$up/slowdns.py" <<'PY'
+import socket, threading, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("127.0.0.1", 53))
+def answer(q, a):
+    time.sleep(21)
+    r = bytearray(q); r[2] |= 0x80; r[3] = (r[3] & 0xf0) | 3
+    s.sendto(bytes(r), a)
+while True:
+    q, a = s.recvfrom(512)
+    threading.Thread(target=answer, args=(q, a), daemon=True).start()
+PY
+  printf 'nameserver 127.0.0.1\noptions timeout:30 attempts:1\n' > "$up/resolv.conf"
+  out=$(unshare -m -n sh -c "ip link set lo up && mount --bind '$up/resolv.conf' /etc/resolv.conf &&
+    { python3 '$up/slowdns.py' >/dev/null 2>&1 & dns=\$!; sleep 0.3; '$CORRAL' run --json --allow-domain slow.test -- python3 -c '
+import socket, time
+s = socket.create_connection((\"127.0.0.1\", 3128)); s.settimeout(40)
+s.sendall(b\"CONNECT slow.test:443 HTTP/1.1\\r\\n\\r\\n\")
+print(s.recv(100).split(b\"\\r\\n\")[0].decode()); time.sleep(3)'; kill \$dns; }" 2>&1)
+  expect_eq "HTTP/1.1 504 Gateway Timeout" "$(printf '%s' "$out" | json_get stdout | head -1)"
+  expect_eq completed "$(printf '%s' "$out" | json_get outcome.state)"
+fi
+
 t "corral run's stderr says each refusal in one line"
 err=$("$CORRAL" run "${policy[@]}" -- sh -c "curl -fsS -m 10 http://other.test:$port/a; curl -fsS -m 10 http://other.test:1/b" 2>&1 >/dev/null)
 expect_contains "$err" "corral: connection to other.test:$port refused: not in the policy's allowed domains; allow with --allow-domain other.test:$port"

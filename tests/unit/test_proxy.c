@@ -22,7 +22,7 @@ static const char *check_addr(const struct net_rules *r, const char *text) {
     s4->sin_family = AF_INET;
     assert_int_equal(inet_pton(AF_INET, text, &s4->sin_addr), 1);
   }
-  struct net_range own = {.family = AF_INET, .addr = {203, 0, 113, 7}, .prefix = 32};
+  struct net_range own = {.family = AF_INET, .addr = {203, 0, 112, 0}, .prefix = 22};
   return net_address_check(r, (struct sockaddr *)&ss, &own, 1);
 }
 
@@ -64,6 +64,13 @@ static void test_rules_match(void **state) {
   assert_non_null(net_rules_check(&r, "badexample.com", 443, &reason));
   assert_non_null(net_rules_check(&r, "git.example.org", 22, &reason)); /* deny wins */
   assert_string_equal(reason, "no ssh");
+  assert_int_equal(net_rules_add(&r, "secret.example.com", true, NULL, &why), 0);
+  assert_int_equal(net_rules_add(&r, "*.example.com:8443", false, NULL, &why), 0);
+  assert_null(net_rules_check(&r, "open.example.com", 8443, &reason));
+  assert_non_null(net_rules_check(&r, "secret.example.com", 8443, &reason)); /* every port */
+  char out[NET_HOST_MAX + 1] = "untouched";
+  assert_false(net_host_normalize("[\x1b[1mx]", 9, out));
+  assert_string_equal(out, ""); /* nothing of a refused name is kept */
   assert_null(net_rules_check(&r, "::1", 8080, &reason));
   assert_non_null(net_rules_check(&r, "example.net", 443, &reason));
   net_rules_free(&r);
@@ -76,7 +83,10 @@ static void test_addresses_are_guarded(void **state) {
   const char *refused[] = {"127.0.0.1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254",
                            "100.64.0.1", "0.0.0.0", "224.0.0.1", "255.255.255.255", "::1", "::",
                            "fe80::1", "fd00::1", "ff02::1", "::ffff:10.0.0.1", "64:ff9b::a00:1",
-                           "2002:a00:1::", "203.0.113.7"};
+                           "2002:a00:1::", "203.0.113.7", "192.0.2.1", "198.51.100.1",
+                           "::127.0.0.1", "::ffff:0:127.0.0.1", "64:ff9b:1::7f00:1", "fec0::1",
+                           "2001:0:4136:e378::1", "2001:db8::1", "198.18.0.1",
+                           "203.0.114.9" /* on the host's own network (203.0.112.0/22) */};
   for (size_t i = 0; i < sizeof refused / sizeof *refused; i++)
     assert_non_null(check_addr(&r, refused[i]));
   assert_null(check_addr(&r, "93.184.216.34"));
@@ -107,7 +117,7 @@ static void test_http_requests(void **state) {
   assert_string_equal(rq.host, "::1");
   assert_int_equal(http("CONNECT example.org HTTP/1.1\r\n\r\n", &rq, &status), -1);
   assert_int_equal(http("CONNECT example.org:443 HTTP/1.1\r\n", &rq, &status), 0);
-  assert_int_equal(http("GET http://Example.org:8080/a?b HTTP/1.1\r\nHost: example.org\r\n"
+  assert_int_equal(http("GET http://Example.org:8080/a?b HTTP/1.1\r\nHost: elsewhere.test\r\n"
                         "Proxy-Connection: keep-alive\r\nConnection: keep-alive\r\n"
                         "Proxy-Authorization: x\r\nAccept: */*\r\n\r\n",
                         &rq, &status),
@@ -115,14 +125,15 @@ static void test_http_requests(void **state) {
   assert_false(rq.connect);
   assert_string_equal(rq.host, "example.org");
   assert_int_equal(rq.port, 8080);
-  assert_memory_equal(rq.forward,
-                      "GET /a?b HTTP/1.1\r\nHost: example.org\r\nAccept: */*\r\n"
-                      "Connection: close\r\n\r\n",
-                      rq.forward_len);
+  static const char want[] = "GET /a?b HTTP/1.1\r\nHost: example.org:8080\r\nAccept: */*\r\n"
+                             "Connection: close\r\n\r\n"; /* the Host checked, not the client's */
+  assert_int_equal(rq.forward_len, sizeof want - 1);
+  assert_memory_equal(rq.forward, want, rq.forward_len);
   free(rq.forward);
   assert_int_equal(http("GET http://example.org HTTP/1.0\r\n\r\n", &rq, &status), 1);
   assert_int_equal(rq.port, 80);
-  assert_memory_equal(rq.forward, "GET / HTTP/1.0\r\nConnection: close\r\n\r\n", rq.forward_len);
+  assert_memory_equal(rq.forward, "GET / HTTP/1.0\r\nHost: example.org\r\nConnection: close\r\n\r\n",
+                      rq.forward_len);
   free(rq.forward);
   const char *bad[] = {"GET https://example.org/ HTTP/1.1\r\n\r\n",
                        "GET http://u:p@example.org/ HTTP/1.1\r\n\r\n",
@@ -131,6 +142,7 @@ static void test_http_requests(void **state) {
                        "GET http://example.org/ HTTP/2\r\n\r\n",
                        "GET http://example.org/ HTTP/1.1\r\nno colon\r\n\r\n",
                        "GET http://example.org/ HTTP/1.1\r\n folded: x\r\n\r\n",
+                       "GET http://example.org/ HTTP/1.1\r\nConnection : keep-alive\r\n\r\n",
                        "GET http://exa mple.org/ HTTP/1.1\r\n\r\n"};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
     assert_int_equal(http(bad[i], &rq, &status), -1);
