@@ -155,4 +155,14 @@ req touch '["made-here"]' '[]' | sed 's|"workspaceRoots":\["[^"]*"\]|"workspaceR
 expect_absent "$work/elsewhere/made-here"; [ -e "$work/rq/made-here" ] && pass || fail "not made in the request's directory"
 cd "$work"
 
+t "a user with no password entry (and no HOME) runs commands"
+if [ "$(id -u)" -eq 0 ] && ! getent passwd 54001 >/dev/null; then
+  bin=$(mktemp -d /tmp/corral-nopw-XXXXXX)
+  cp "$CORRAL" "$bin/corral" && chmod -R a+rx "$bin" && mkdir "$bin/ws" && chown 54001 "$bin/ws"
+  out=$(cd "$bin/ws" && setpriv --reuid=54001 --regid=54001 --clear-groups \
+    env -i PATH=/usr/bin:/bin "$bin/corral" run -- sh -c 'echo ran as $(id -u)' 2>&1)
+  expect_eq "ran as 54001" "$out"
+  rm -rf "$bin"
+fi
+
 finish
