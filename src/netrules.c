@@ -275,11 +275,13 @@ static const struct {
     {"ff00::/8", "a multicast address"},
 };
 
-/* IPv6 forms that carry an IPv4 address: mapped, NAT64, 6to4. */
-static bool embedded_v4(const unsigned char *a6, unsigned char *v4) {
-  static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+/* IPv6 forms that carry an IPv4 address: mapped (a connection to it goes
+ * to the IPv4 address), and NAT64 and 6to4 (it goes to the IPv6 one). */
+static bool embedded_v4(const unsigned char *a6, unsigned char *v4, bool *mapped) {
+  static const unsigned char prefix_mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
   static const unsigned char nat64[12] = {0, 0x64, 0xff, 0x9b};
-  if (memcmp(a6, mapped, 12) == 0 || memcmp(a6, nat64, 12) == 0) {
+  *mapped = memcmp(a6, prefix_mapped, 12) == 0;
+  if (*mapped || memcmp(a6, nat64, 12) == 0) {
     memcpy(v4, a6 + 12, 4);
     return true;
   }
@@ -297,6 +299,20 @@ static bool allowed_by_policy(const struct net_rules *r, int family, const unsig
   return false;
 }
 
+/* Why the guard refuses this address, policy aside; NULL: it does not. */
+static const char *guarded_why(int family, const unsigned char *a, const struct net_range *own,
+                               size_t nown) {
+  for (size_t i = 0; i < sizeof guarded / sizeof *guarded; i++) {
+    struct net_range g;
+    if (parse_range(guarded[i].range, &g) && in_range(&g, family, a))
+      return guarded[i].what;
+  }
+  for (size_t i = 0; i < nown; i++)
+    if (in_range(&own[i], family, a))
+      return "an address of this host or of a network it is on";
+  return NULL;
+}
+
 const char *net_address_check(const struct net_rules *r, const struct sockaddr *sa,
                               const struct net_range *own, size_t nown) {
   unsigned char a[16], v4[4];
@@ -307,26 +323,20 @@ const char *net_address_check(const struct net_rules *r, const struct sockaddr *
     memcpy(a, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, 16);
   else
     return "not an internet address";
-  if (allowed_by_policy(r, family, a))
-    return NULL;
-  if (family == AF_INET6 && embedded_v4(a, v4)) {
-    if (allowed_by_policy(r, AF_INET, v4))
-      return NULL;
+  bool mapped = false;
+  bool carries = family == AF_INET6 && embedded_v4(a, v4, &mapped);
+  if (carries && mapped) { /* it is the IPv4 address */
     struct sockaddr_in s4 = {.sin_family = AF_INET};
     memcpy(&s4.sin_addr, v4, 4);
-    const char *why = net_address_check(r, (const struct sockaddr *)&s4, own, nown);
-    if (why)
-      return why;
+    return net_address_check(r, (const struct sockaddr *)&s4, own, nown);
   }
-  for (size_t i = 0; i < sizeof guarded / sizeof *guarded; i++) {
-    struct net_range g;
-    if (parse_range(guarded[i].range, &g) && in_range(&g, family, a))
-      return guarded[i].what;
-  }
-  for (size_t i = 0; i < nown; i++)
-    if (in_range(&own[i], family, a))
-      return "an address of this host or of a network it is on";
-  return NULL;
+  if (allowed_by_policy(r, family, a))
+    return NULL;
+  /* NAT64 and 6to4 lead to the IPv4 address they carry: refused where it
+   * would be (an allowed IPv4 range does not cover the IPv6 form, which is
+   * where the connection would really go). */
+  const char *why = carries ? guarded_why(AF_INET, v4, own, nown) : NULL;
+  return why ? why : guarded_why(family, a, own, nown);
 }
 
 struct net_range *net_own_addresses(size_t *n) {

@@ -178,15 +178,19 @@ static void record(struct proxy *p, const char *host, int port, const char *why)
 
 /* ------------------------------------------------------------ epoll */
 
+/* An end that wants nothing is out of the set: the set is level-triggered,
+ * and a half-closed or hung-up socket would be reported over and over. */
 static void set_mask(struct proxy *p, int fd, struct tag *t, uint32_t *have, uint32_t want) {
   if (fd < 0 || *have == want)
     return;
   struct epoll_event ev = {.events = want, .data.ptr = t};
-  if (*have == 0)
+  if (!want)
+    epoll_ctl(p->ep, EPOLL_CTL_DEL, fd, NULL);
+  else if (*have == 0)
     epoll_ctl(p->ep, EPOLL_CTL_ADD, fd, &ev);
   else
     epoll_ctl(p->ep, EPOLL_CTL_MOD, fd, &ev);
-  *have = want ? want : 0;
+  *have = want;
 }
 
 static void add_fd(struct proxy *p, int fd, struct tag *t) {
@@ -476,10 +480,9 @@ static void update(struct conn *c) {
   case S_DEAD:
     return;
   }
-  /* An end with nothing wanted stays in the set with no events. */
-  set_mask(p, c->cfd, &c->ct, &c->cmask, cw ? cw : EPOLLRDHUP);
+  set_mask(p, c->cfd, &c->ct, &c->cmask, cw);
   if (c->ufd >= 0)
-    set_mask(p, c->ufd, &c->ut, &c->umask, uw ? uw : EPOLLRDHUP);
+    set_mask(p, c->ufd, &c->ut, &c->umask, uw);
 }
 
 /* ------------------------------------------------------------ lookups */

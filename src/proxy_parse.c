@@ -249,7 +249,7 @@ int proxy_parse_socks(const unsigned char *buf, size_t len, struct socks_request
          net_host_normalize((const char *)r + 5, r[4], rq->host);
   }
   if (!ok || rq->port == 0) {
-    *rep = 2; /* not allowed by the ruleset */
+    *rep = 1; /* malformed: a general failure, not the ruleset's */
     return -1;
   }
   return 1;

@@ -224,9 +224,35 @@ s = socket.create_connection(("127.0.0.1", 1080))
 name = b"[\x1b[1mcorral: done\n\x1b[8m]"
 s.sendall(b"\x05\x01\x00\x05\x01\x00\x03" + bytes([len(name)]) + name + b"\x01\xbb")
 s.recv(2); print(s.recv(10).hex()); sys.exit(1)' 2>&1)
-expect_contains "$err" '"stdout":"0502'
+expect_contains "$err" '"stdout":"0501'
 expect_not_contains "$err" '"denials"'
 expect_not_contains "$err" "done"
+
+t "tunnels left half-closed, either way, do not make the supervisor spin"
+cpu=$(python3 - "$CORRAL" "${policy[@]}" <<PY
+import resource, subprocess, sys
+code = r"""
+import socket, time
+def tunnel():
+    s = socket.create_connection(("127.0.0.1", 3128))
+    s.sendall(b"CONNECT good.test:$port HTTP/1.1\\r\\n\\r\\n")
+    s.recv(39)
+    return s
+a = tunnel()  # the upstream answers and closes; the client keeps its end open
+a.sendall(b"GET /hello.txt?halfopen HTTP/1.0\\r\\n\\r\\n")
+while a.recv(65536): pass
+b = tunnel()  # the client shuts its sending side and waits
+b.shutdown(socket.SHUT_WR)
+time.sleep(4)
+print("held")
+"""
+r = subprocess.run(sys.argv[1:2] + ["run"] + sys.argv[2:] + ["--", "python3", "-c", code],
+                   capture_output=True, text=True)
+u = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(r.stdout.strip(), "spins" if u.ru_utime + u.ru_stime > 2 else "idle")
+PY
+)
+expect_eq "held idle" "$cpu"
 
 t "past the descriptors it has, the proxy answers 503 at once, does not spin, and serves again"
 cpu=$(python3 - "$CORRAL" "${policy[@]}" <<PY
