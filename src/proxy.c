@@ -827,7 +827,7 @@ static bool pump_copy(struct conn *c, int from, int to, struct buf *b, bool *eof
 
 /* From `from` through b's pipe to `to`, without copying the bytes through
  * this process; a few rounds while both sides keep up. */
-static bool pump_splice(struct conn *c, int from, int to, struct buf *b, bool *eof) {
+static bool pump_splice(int from, int to, struct buf *b, bool *eof) {
   for (int round = 0; round < 8; round++) {
     bool moved = false;
     if (!b->piped && !*eof) {
@@ -849,7 +849,6 @@ static bool pump_splice(struct conn *c, int from, int to, struct buf *b, bool *e
     if (!moved || b->piped || *eof)
       break;
   }
-  (void)c;
   return true;
 }
 
@@ -864,7 +863,7 @@ static bool pump(struct conn *c, int from, int to, struct buf *b, bool *eof, boo
   if (b->len && !flush(p, to, b))
     return false;
   if (!b->len) {
-    bool ok = b->pr >= 0 || pipe_take(p, b) ? pump_splice(c, from, to, b, eof)
+    bool ok = b->pr >= 0 || pipe_take(p, b) ? pump_splice(from, to, b, eof)
                                              : pump_copy(c, from, to, b, eof);
     if (!ok)
       return false;

@@ -73,6 +73,14 @@ int environment_prepare(char ***envp, size_t *envc, const struct profile *pr,
   r |= env_set(envp, envc, "CORRAL_SANDBOX_BACKEND", backend);
   r |= env_set(envp, envc, "CORRAL_SANDBOX_NETWORK",
                pr->network_allow ? "allow" : pr->network_filter ? "filter" : "deny");
+  /* The caller's test override of the proxy's resolver is not the command's. */
+  for (size_t i = 0; i < *envc; i++)
+    if (strncmp((*envp)[i], "CORRAL_PROXY_HOSTS=", 19) == 0) {
+      free((*envp)[i]);
+      memmove(&(*envp)[i], &(*envp)[i + 1], (*envc - i) * sizeof **envp);
+      (*envc)--;
+      break;
+    }
   if (pr->network_filter) {
     /* The proxies init listens on (proxy.h), in the spellings tools read:
      * curl, git, pip and go the variables in either case; npm its own;
