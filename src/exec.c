@@ -79,14 +79,7 @@ int corral_exec_start(const corral_exec_options *o, corral_exec **out, corral_er
                lerr.message[0] ? lerr.message : "out of memory");
     } else {
       e->launched = true;
-      if (e->plan.proxy && (e->proxy = proxy_new(e->plan.proxy)))
-        proxy_attach(e->proxy, e->child.proxy_sock);
-      else if (e->child.proxy_sock >= 0)
-        close(e->child.proxy_sock); /* init's handover fails: a setup failure */
-      if (e->proxy && !proxy_thread_start(e->proxy)) {
-        proxy_free(e->proxy); /* closes the handover: a setup failure too */
-        e->proxy = NULL;
-      }
+      e->proxy = proxy_for_run(e->plan.proxy, e->child.proxy_sock, true);
       if (e->plan.pty_inside) /* shaped like stdio[0] before the program starts */
         e->pty = launch_pty_receive(&e->child, o->stdio[0], 0, 0);
     }

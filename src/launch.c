@@ -660,6 +660,26 @@ static int command_main(void *arg) {
   _exit(cs->err == ENOENT && cs->step == 'e' ? 127 : 126);
 }
 
+/* One byte and `n` descriptors (at most 2) to the supervisor, on a socket
+ * of init's; what sendmsg returned.  No allocation (init's rules). */
+static ssize_t send_fds(int sock, char byte, const int *fds, size_t n) {
+  char ctrl[CMSG_SPACE(2 * sizeof(int))] __attribute__((aligned(8)));
+  memset(ctrl, 0, sizeof ctrl);
+  struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+  struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctrl,
+                       .msg_controllen = CMSG_SPACE(n * sizeof(int))};
+  struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(n * sizeof(int));
+  memcpy(CMSG_DATA(c), fds, n * sizeof(int));
+  ssize_t r;
+  do
+    r = sendmsg(sock, &msg, MSG_NOSIGNAL);
+  while (r < 0 && errno == EINTR);
+  return r;
+}
+
 /* The command's terminal, made in the sandbox's own devpts so that its
  * /dev/pts/N exists inside (ttyname, `tty`, programs that reopen their
  * terminal by name): the master goes to the supervisor (SCM_RIGHTS), which
@@ -677,21 +697,8 @@ static int pty_inside(int sock, int report_fd, int stdio[3]) {
     report_write(report_fd, REPORT_SETUP_FAILED, errno, 0, "terminal: its /dev/pts entry");
     return -1;
   }
-  char ctrl[CMSG_SPACE(sizeof(int))] __attribute__((aligned(8)));
-  memset(ctrl, 0, sizeof ctrl);
-  char byte = 't';
-  struct iovec iov = {.iov_base = &byte, .iov_len = 1};
-  struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctrl,
-                       .msg_controllen = sizeof ctrl};
-  struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int));
-  memcpy(CMSG_DATA(c), &m, sizeof m);
-  ssize_t r;
-  do
-    r = sendmsg(sock, &msg, MSG_NOSIGNAL);
-  while (r < 0 && errno == EINTR);
+  ssize_t r = send_fds(sock, 't', &m, 1);
+  char byte;
   close(m);
   /* Go (or the supervisor's end closed: it is gone, and so is the run). */
   do
@@ -726,21 +733,7 @@ static int proxy_listen(int sock, int report_fd) {
       return -1;
     }
   }
-  char ctrl[CMSG_SPACE(sizeof fds)] __attribute__((aligned(8)));
-  memset(ctrl, 0, sizeof ctrl);
-  char byte = 'p';
-  struct iovec iov = {.iov_base = &byte, .iov_len = 1};
-  struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctrl,
-                       .msg_controllen = sizeof ctrl};
-  struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof fds);
-  memcpy(CMSG_DATA(c), fds, sizeof fds);
-  ssize_t r;
-  do
-    r = sendmsg(sock, &msg, MSG_NOSIGNAL);
-  while (r < 0 && errno == EINTR);
+  ssize_t r = send_fds(sock, 'p', fds, 2);
   int e = errno;
   close(fds[0]), close(fds[1]), close(sock);
   if (r != 1) {

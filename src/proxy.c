@@ -1250,6 +1250,19 @@ void proxy_thread_stop(struct proxy *p) {
   proxy_process(p); /* what came while it stopped */
 }
 
+struct proxy *proxy_for_run(const struct net_rules *rules, int sock, bool threaded) {
+  struct proxy *p = rules ? proxy_new(rules) : NULL;
+  if (p)
+    proxy_attach(p, sock); /* it owns the socket now */
+  else if (sock >= 0)
+    close(sock);
+  if (p && threaded && !proxy_thread_start(p)) {
+    proxy_free(p); /* closes the handover too */
+    p = NULL;
+  }
+  return p;
+}
+
 void proxy_free(struct proxy *p) {
   if (!p)
     return;

@@ -52,6 +52,12 @@ void proxy_free(struct proxy *p);
 bool proxy_thread_start(struct proxy *p);
 void proxy_thread_stop(struct proxy *p);
 
+/* The proxy of a launched run: `rules` from the plan (NULL: none), `sock`
+ * init's handover (closed when no proxy can be had: init's handover then
+ * fails, and the run is a setup failure), driven by a thread of its own
+ * with `threaded`.  NULL when there is none. */
+struct proxy *proxy_for_run(const struct net_rules *rules, int sock, bool threaded);
+
 /* Parsers, exposed for the fuzz target and tests. */
 struct http_request {
   size_t head_len;             /* bytes of the head, with its blank line */

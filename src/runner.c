@@ -234,10 +234,7 @@ static int supervise(const corral_run_options *o, launch_plan *plan, struct loop
     goto out;
   f->adapter_owns_launch = plan->adapter_owns_launch;
   f->process_id = child.pid;
-  if (plan->proxy && (l->proxy = proxy_new(plan->proxy)))
-    proxy_attach(l->proxy, child.proxy_sock); /* it owns the socket now */
-  else if (child.proxy_sock >= 0)
-    close(child.proxy_sock); /* init's handover fails: the run is a setup failure */
+  l->proxy = proxy_for_run(plan->proxy, child.proxy_sock, false); /* polled below */
 
   int64_t deadline = o->timeout_ms > 0 ? mono_ms() + o->timeout_ms : -1;
   int64_t escalate_at = -1, drain_until = -1;

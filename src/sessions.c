@@ -770,14 +770,7 @@ static void launch(corral_sessions *m, struct session *s, const corral_session_o
   }
   s->facts.adapter_owns_launch = s->plan.adapter_owns_launch;
   s->facts.process_id = s->child.pid;
-  if (s->plan.proxy && (s->proxy = proxy_new(s->plan.proxy)))
-    proxy_attach(s->proxy, s->child.proxy_sock);
-  else if (s->child.proxy_sock >= 0)
-    close(s->child.proxy_sock); /* init's handover fails: a setup failure */
-  if (s->proxy && !proxy_thread_start(s->proxy)) {
-    proxy_free(s->proxy); /* closes the handover: a setup failure too */
-    s->proxy = NULL;
-  }
+  s->proxy = proxy_for_run(s->plan.proxy, s->child.proxy_sock, true);
   watch(m, s->out_fd, s, EV_OUT, EPOLLIN);
   watch(m, s->child.pidfd, s, EV_PID, EPOLLIN);
   watch(m, s->child.report_fd, s, EV_REPORT, EPOLLIN);
