@@ -477,7 +477,12 @@ static bool failed(const struct watcher *w) {
 /* Watches and indexes the directory `n`, opened as fd (closed here), and
  * everything below it.  Unreadable directories are skipped. */
 static void scan_dir(struct watcher *w, struct node *n, int fd, struct builder *queue) {
-  if (!watch_dir(w, n, fd) || n->type == T_GEN || n->type == T_SKIP) {
+  bool watched = watch_dir(w, n, fd);
+  struct stat self;
+  /* Removed already when its watch came: what it held cannot be listed. */
+  if (watched && w->runs && !building && fstat(fd, &self) == 0 && self.st_nlink == 0)
+    unseen(w);
+  if (!watched || n->type == T_GEN || n->type == T_SKIP) {
     if (n->wd < 0 || (n->type == T_SKIP && (!w->runs || building))) {
       close(fd);
       return;
