@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Times exec_command of `true` through `corral mcp`, one client, calls in a
 row, and reads the server's resident memory after 10 and after 1,000 calls.
-Usage: mcp_client.py CORRAL WORKSPACE CALLS.  Prints: median_ms rss10_kib rssN_kib"""
+Usage: mcp_client.py CORRAL WORKSPACE CALLS [COMMAND] (default: true).  Prints: median_ms rss10_kib rssN_kib"""
 import json, subprocess, sys, time
 
 corral, ws, calls = sys.argv[1], sys.argv[2], int(sys.argv[3])
+cmd = sys.argv[4] if len(sys.argv) > 4 else "true"
 p = subprocess.Popen([corral, "mcp", "--workspace", ws], cwd=ws, stdin=subprocess.PIPE,
                      stdout=subprocess.PIPE, bufsize=0)
 def rpc(i, method, params):
@@ -18,7 +19,7 @@ rpc(0, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clie
 times, rss10 = [], 0
 for i in range(1, calls + 1):
     t0 = time.perf_counter()
-    r = rpc(i, "tools/call", {"name": "exec_command", "arguments": {"cmd": "true"}})
+    r = rpc(i, "tools/call", {"name": "exec_command", "arguments": {"cmd": cmd}})
     times.append((time.perf_counter() - t0) * 1000)
     assert r["result"]["structuredContent"]["exitCode"] == 0, r
     if i == 10:
