@@ -108,6 +108,14 @@ void report_write(int fd, enum report_type type, int value, int aux, const char 
     report_put(fd, &rec, sizeof rec);
 }
 
+bool launch_report_links_unsure(const struct report_buf *rb) {
+  launch_report rep = {0};
+  launch_report_parse(&rep, rb->data, rb->len);
+  bool unsure = !rep.readable || !rep.links_heard || rep.link_made;
+  launch_report_free(&rep);
+  return unsure;
+}
+
 void launch_report_free(launch_report *r) {
   free(r->denial.capability.scope);
   free(r->denial.reason);
@@ -193,6 +201,10 @@ void launch_report_parse(launch_report *r, const void *buf, size_t len) {
       r->usage = (corral_usage){true, mem, cpu, tasks};
       break;
     }
+    case REPORT_LINKS:
+      r->links_heard |= rec->value == 1;
+      r->link_made |= rec->value == 2;
+      break;
     default:
       r->readable = false;
       snprintf(r->problem, sizeof r->problem, "report record %zu has unknown type %u", i,
@@ -866,6 +878,11 @@ static _Noreturn void init_main(const launch_plan *plan, int stdio[3], int repor
   if (limits_watch_start(&st.limits, &plan->limits, report_fd) < 0)
     _exit(125);
   limits_init_nproc(&plan->limits);
+  /* Last before the command: init itself makes no link from here on (it
+   * would wait on its own answer).  Without it the run is not failed; its
+   * change report compares every file instead. */
+  int links = plan->watch_links ? link_watch_start() : -1;
+  bool linked = false;
 
   /* sync 3: the command, spawned the way posix_spawn does it: no copy of
    * init's memory, and init resumes only after execve (or _exit). */
@@ -889,6 +906,8 @@ static _Noreturn void init_main(const launch_plan *plan, int stdio[3], int repor
      * launch and end then reach the supervisor in one write. */
     holding = true;
     report_write(report_fd, REPORT_LAUNCHED, 0, 0, NULL);
+    if (links >= 0)
+      report_write(report_fd, REPORT_LINKS, 1, 0, NULL);
   }
   /* Init keeps no copy of the command's stdio: EOF on the supervisor's
    * pipes must depend on the command's tree alone. */
@@ -898,11 +917,16 @@ static _Noreturn void init_main(const launch_plan *plan, int stdio[3], int repor
   size_t ntree = 0; /* the run's processes in tree_pids, for the limits' watch */
   for (;;) {
     struct signalfd_siginfo si;
-    struct pollfd pfd[3] = {{.fd = sfd, .events = POLLIN},
+    struct pollfd pfd[4] = {{.fd = sfd, .events = POLLIN},
                             {.fd = st.watch_fd, .events = POLLIN},
-                            {.fd = st.limits.timer_fd, .events = POLLIN}};
-    if (poll(pfd, 3, -1) < 0 && errno != EINTR)
+                            {.fd = st.limits.timer_fd, .events = POLLIN},
+                            {.fd = links, .events = POLLIN}};
+    if (poll(pfd, 4, -1) < 0 && errno != EINTR)
       terminate_tree(&st, sfd, report_fd);
+    if ((pfd[3].revents & POLLIN) && link_watch_answer(links) && !linked) {
+      linked = true;
+      report_write(report_fd, REPORT_LINKS, 2, 0, NULL);
+    }
     if (!(pfd[0].revents & POLLIN))
       report_release(report_fd); /* a look or a watch event: not the end */
     if (pfd[1].revents && check_protected(&st, report_fd))

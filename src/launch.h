@@ -30,6 +30,7 @@ enum report_type {
   REPORT_LIMIT,         /* value: corral_limit; aux: 1 if observed is an upper bound,
                            2 if no process could start; text: "<limit> <observed>" */
   REPORT_USAGE,         /* text: "<peak memory bytes> <cpu ms> <peak tasks>" */
+  REPORT_LINKS,         /* value: 1 init hears the command's hard links, 2 one was made */
 };
 
 #define REPORT_MAGIC 0x636f7272u /* "corr" */
@@ -63,6 +64,8 @@ typedef struct launch_report {
   corral_usage usage;
   char protected_paths[8][REPORT_TEXT_MAX]; /* protected paths the command created */
   size_t nprotected;
+  bool links_heard;        /* init heard the command's hard links (link_watch.c) */
+  bool link_made;          /* and the command made one */
   char stderr_note[600];   /* appended to the command's stderr by the runner */
   char problem[256];       /* why the report is unreadable */
 } launch_report;
@@ -92,6 +95,19 @@ void launch_reap_later(pid_t pid);
 void launch_reap_deferred(void);
 /* Parses the records in buf[0..len); sets readable=false on garbage. */
 void launch_report_parse(launch_report *r, const void *buf, size_t len);
+
+/* May a write through a second name of a workspace file have gone
+ * unheard by the change report?  Yes when the command made a hard link,
+ * or when its links were not heard at all (link_watch.c). */
+bool launch_report_links_unsure(const struct report_buf *rb);
+
+/* In init, after the sandbox's setup: a seccomp filter, inherited by the
+ * command, that hands every link and linkat to init; its listener, or -1
+ * with errno (a kernel without user notifications, or a listener already
+ * above: corral inside corral). */
+int link_watch_start(void);
+/* Lets the waiting link go on; false when none was waiting. */
+bool link_watch_answer(int fd);
 
 /* Writes one record; async-signal-safe (used inside init). */
 void report_write(int fd, enum report_type type, int value, int aux, const char *text);
@@ -141,6 +157,9 @@ typedef struct launch_plan {
    * protected_metadata denial with the path.  Borrowed from the adapter. */
   char **watch;
   size_t nwatch;
+  /* Init hears the command's hard links (link_watch.c); needs no_new_privs
+   * set by the adapter's setup. */
+  bool watch_links;
   struct run_limits limits;     /* all 0: none (run_limits.h) */
   void *adapter_data;           /* the adapter's, freed by its cleanup */
 } launch_plan;

@@ -393,8 +393,11 @@ int corral_run(const corral_run_options *o, corral_result *res, corral_error *er
                    .watch = observe_watcher(seen)};
   corral_error lerr = {0};
   r = report_buf_init(&l.report) == 0 ? supervise(o, &plan, &l, &f, &lerr) : -ENOMEM;
-  if (o->flags & CORRAL_RUN_CHANGES)
+  if (o->flags & CORRAL_RUN_CHANGES) {
+    if (launch_report_links_unsure(&l.report))
+      observe_unsure(seen);
     observe_end(seen, &res->outcome);
+  }
 
   if (!sigismember(&old_set, SIGPIPE)) {
     struct timespec zero = {0, 0};

@@ -303,6 +303,8 @@ static void conclude(corral_sessions *m, struct session *s) {
   proxy_free(s->proxy);
   s->proxy = NULL;
   if (s->seen) {
+    if (launch_report_links_unsure(&s->report))
+      observe_unsure(s->seen);
     observe_end(s->seen, &s->outcome);
     s->seen = NULL;
   }

@@ -1400,6 +1400,11 @@ struct observation {
   char *root, *scanned, *skipped;
 };
 
+void observe_unsure(struct observation *o) {
+  if (o && o->run)
+    o->run->uncertain = true;
+}
+
 struct observation *observe_begin(struct watcher *w, const char *root) {
   struct observation *o = calloc(1, sizeof *o);
   if (!o)

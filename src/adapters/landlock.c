@@ -198,6 +198,7 @@ static int landlock_prepare(corral_adapter *ad, const corral_request *req, launc
   plan->init_setup = landlock_init_setup;
   plan->command_setup = landlock_command_setup;
   plan->init_scoped = lp->landlock_abi >= 6;
+  plan->watch_links = true; /* no_new_privs is set by step 1 */
   char reason[700];
   snprintf(reason, sizeof reason, "landlock-only: not enforced: %s", gap);
   if (enforcement_set(enf, "landlock", gap[0] ? CORRAL_LEVEL_DEGRADED : CORRAL_LEVEL_NATIVE,

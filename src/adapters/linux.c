@@ -119,6 +119,7 @@ static int linux_prepare(corral_adapter *ad, const corral_request *req, launch_p
   if (mounts_prepare(lp) < 0)
     return error_set(err, -ENOMEM, ENOMEM, "out of memory");
   plan->init_setup = linux_init_setup;
+  plan->watch_links = true; /* no_new_privs is set by step 6 */
   plan->own_dev = true; /* mounts.c builds it, with a devpts of its own */
   plan->proxy = lp->profile.network_filter ? lp->profile.net : NULL;
   if (enforcement_set(enf, "linux", CORRAL_LEVEL_NATIVE, NULL) < 0)
