@@ -101,6 +101,7 @@ struct node {
   int count;                                /* T_GEN: direct children (-1 above the bound) */
   unsigned char type, depth;
   bool blind;                               /* a directory that could not be watched */
+  bool linked;                              /* a file last seen with more than one name */
   unsigned short plen;                      /* of its path, at most PATH_LIMIT */
   ino_t ino;                                /* 0: not known */
   char name[];
@@ -138,6 +139,7 @@ struct watcher {
   struct node **names, **wds; /* chained hash tables */
   size_t names_cap, wds_cap, entries, nwds, bytes;
   size_t blind; /* directories indexed but not watched: what is made in them is not heard */
+  size_t linked; /* files with nodes marked linked: every run compares them */
   size_t rescanned; /* names scans of new directories added since the queue was empty */
   bool runs_rescan; /* applying events: a build does not count against the budget */
   struct watch_run *runs;
@@ -267,6 +269,19 @@ static void touch_new(struct watcher *w, struct node *n);
 static void unseen(struct watcher *w);
 static void alias_all(struct watcher *w, ino_t ino, nlink_t links);
 
+/* A file's count of names, as last seen.  One with more is compared at the
+ * end of every run: a write through a name corral does not watch (deep in
+ * a generated tree or a `.git`, made by an earlier run; in another root)
+ * is heard nowhere, and only its ctime tells. */
+static void set_linked(struct watcher *w, struct node *n, const struct stat *st) {
+  bool linked = !S_ISDIR(st->st_mode) && st->st_nlink > 1;
+  if (!n || n->type != T_FILE || n->linked == linked)
+    return;
+  n->linked = linked;
+  if (!building) /* a build's threads: counted when their nodes are indexed */
+    w->linked += linked ? 1 : (size_t)-1;
+}
+
 static unsigned char dir_type(const char *name, bool dir) {
   return !dir                    ? T_FILE
          : observe_skipped(NULL, 0, name) ? T_SKIP
@@ -362,6 +377,10 @@ static void node_drop(struct watcher *w, struct node *n) {
   if (n->blind && n->parent) {
     n->blind = false;
     w->blind--;
+  }
+  if (n->linked) {
+    n->linked = false;
+    w->linked--;
   }
   if (n->wd >= 0) {
     if (w->ifd >= 0)
@@ -506,8 +525,9 @@ static void scan_dir(struct watcher *w, struct node *n, int fd, struct builder *
     bool skip = observe_skipped(NULL, 0, name);
     if (skip && dt != DT_DIR && dt != DT_UNKNOWN)
       continue;
-    if (dt == DT_UNKNOWN) {
-      struct stat st;
+    struct stat st;
+    bool statted = dt == DT_UNKNOWN;
+    if (statted) {
       if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
         continue;
       dt = S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
@@ -523,9 +543,11 @@ static void scan_dir(struct watcher *w, struct node *n, int fd, struct builder *
       break;
     }
     struct node *k = node_add(w, n, name, dir_type(name, dir), (ino_t)it->ino);
-    struct stat st;
-    if (k && !dir && w->runs && !building && fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
-      alias_all(w, k->ino, S_ISDIR(st.st_mode) ? 1 : st.st_nlink); /* made before the watch */
+    if (k && !dir && (statted || fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)) {
+      set_linked(w, k, &st);
+      if (w->runs && !building) /* made before the watch */
+        alias_all(w, k->ino, S_ISDIR(st.st_mode) ? 1 : st.st_nlink);
+    }
     if (!k || !dir)
       continue;
     if (queue) {
@@ -622,6 +644,7 @@ static void index_tree(struct watcher *w, struct node *n) {
     w->entries++;
     w->bytes += sizeof *k + strlen(k->name) + 1;
     w->blind += k->blind;
+    w->linked += k->linked;
     index_tree(w, k);
   }
   if (n->wd < 0)
@@ -643,6 +666,7 @@ static void index_tree(struct watcher *w, struct node *n) {
 
 static void build(struct watcher *w) {
   drop_index(w);
+  w->blind = w->linked = 0; /* a failed build's nodes were dropped uncounted */
   free(w->broken);
   free(w->too_big);
   w->broken = w->too_big = NULL;
@@ -879,8 +903,10 @@ static void fail(struct watcher *w, char **which, const char *why) {
 /* ------------------------------------------------------------ events */
 
 /* The inode of `name` in the directory node d, 0 when it is gone: what
- * tells a file from another of the same name later. */
-static ino_t ino_in(struct watcher *w, const struct node *d, const char *name, nlink_t *links) {
+ * tells a file from another of the same name later.  Its names: `links`;
+ * `n`, when given, is the node it is (marked linked or not). */
+static ino_t ino_in(struct watcher *w, const struct node *d, const char *name, struct node *n,
+                    nlink_t *links) {
   *links = 1;
   if (w->open_node != d) {
     close_open_node(w);
@@ -897,6 +923,7 @@ static ino_t ino_in(struct watcher *w, const struct node *d, const char *name, n
   if (fstatat(w->open_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
     return 0;
   *links = S_ISDIR(st.st_mode) ? 1 : st.st_nlink;
+  set_linked(w, n, &st);
   return st.st_ino;
 }
 
@@ -947,7 +974,7 @@ static void unseen(struct watcher *w) {
  * directory there is not watched; a name gone already cannot be told. */
 static void heard_unindexed(struct watcher *w, const struct node *d, const char *name, bool dir) {
   nlink_t links;
-  ino_t ino = dir ? 0 : ino_in(w, d, name, &links);
+  ino_t ino = dir ? 0 : ino_in(w, d, name, NULL, &links);
   if (ino)
     alias_all(w, ino, links);
   else
@@ -1025,7 +1052,7 @@ static void on_event(struct watcher *w, const struct inotify_event *ev) {
     /* Written through a name whose file is not known: another name of an
      * indexed one? */
     nlink_t links;
-    n->ino = ino_in(w, d, name, &links);
+    n->ino = ino_in(w, d, name, n, &links);
     if (n->ino)
       alias_all(w, n->ino, links);
     else
@@ -1060,7 +1087,7 @@ static void on_event(struct watcher *w, const struct inotify_event *ev) {
   if (n && dir)
     scan_node(w, n);
   else if (n) {
-    n->ino = ino_in(w, d, name, &links);
+    n->ino = ino_in(w, d, name, n, &links);
     alias_all(w, n->ino, links);
   }
 }
@@ -1201,14 +1228,14 @@ static bool stat_beneath(int rootfd, const char *path, struct stat *st) {
 }
 
 /* What the index has now at key ("name/": a generated tree there). */
-static const struct node *now_at(const struct watcher *w, const char *key, unsigned char *type) {
+static struct node *now_at(const struct watcher *w, const char *key, unsigned char *type) {
   char buf[4096];
   snprintf(buf, sizeof buf, "%s", key);
   size_t len = strlen(buf);
   bool gen = len && buf[len - 1] == '/';
   if (gen)
     buf[len - 1] = '\0';
-  const struct node *n = w->top;
+  struct node *n = w->top;
   char *save = NULL;
   for (char *part = strtok_r(buf, "/", &save); part && n; part = strtok_r(NULL, "/", &save))
     n = lookup(w, n, part);
@@ -1236,16 +1263,18 @@ static int by_ino(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-/* The other names, in the index, of the files written through a name with
- * more than one — or, when a name written through is gone and so cannot
- * tell, every file — not touched by any event, compared here.  One pass
- * over the index, for runs that need it only. */
-static int report_aliases(struct watcher *w, struct watch_run *r, const struct node *n, char *buf,
+/* The files not touched by any event that a write may have reached
+ * unheard, compared here: the other names of files written through a name
+ * with more than one, the files marked linked, and — when a name written
+ * through is gone and so cannot tell, or a link was made — every file.
+ * One pass over the index, for runs that need it only; what it stats
+ * marks each file linked or not. */
+static int report_aliases(struct watcher *w, struct watch_run *r, struct node *n, char *buf,
                           size_t len, corral_outcome *out, size_t *cap) {
   if (n == w->top && r->naliased)
     qsort(r->aliased, r->naliased, sizeof *r->aliased, by_ino);
   int rc = 0;
-  for (const struct node *k = n->kids; k && rc == 0; k = k->next) {
+  for (struct node *k = n->kids; k && rc == 0; k = k->next) {
     size_t at = len, l = strlen(k->name);
     if (len)
       buf[at++] = '/';
@@ -1254,12 +1283,15 @@ static int report_aliases(struct watcher *w, struct watch_run *r, const struct n
     if (k->type == T_DIR)
       rc = report_aliases(w, r, k, buf, at + l, out, cap);
     else if (k->type == T_FILE &&
-             (r->uncertain ||
+             (r->uncertain || k->linked ||
               (k->ino && r->naliased &&
                bsearch(&k->ino, r->aliased, r->naliased, sizeof *r->aliased, by_ino))) &&
              !find_touch(r, buf) && stat_beneath(w->rootfd, buf, &st) &&
-             (!k->ino || st.st_ino == k->ino) && at_or_after(st.st_ctim, r->start))
-      rc = change_push(out, cap, buf, CORRAL_CHANGE_MODIFIED, false, 0);
+             (!k->ino || st.st_ino == k->ino)) {
+      set_linked(w, k, &st);
+      if (at_or_after(st.st_ctim, r->start))
+        rc = change_push(out, cap, buf, CORRAL_CHANGE_MODIFIED, false, 0);
+    }
     buf[len] = '\0';
   }
   return rc;
@@ -1271,7 +1303,7 @@ static int report_events(struct watcher *w, struct watch_run *r, corral_outcome 
   for (size_t i = 0; rc == 0 && i < r->cap; i++)
     for (struct touch *t = r->b[i]; rc == 0 && t; t = t->next) {
       unsigned char now;
-      now_at(w, t->path, &now);
+      struct node *n = now_at(w, t->path, &now);
       bool gen = now == T_GEN || t->before == T_GEN;
       if (now == T_NONE && t->before == T_NONE)
         continue;
@@ -1292,6 +1324,8 @@ static int report_events(struct watcher *w, struct watch_run *r, corral_outcome 
         bool there = stat_beneath(w->rootfd, path, &st);
         if (there && !gen && st.st_nlink > 1)
           alias(r, st.st_ino);
+        if (there && !gen && n && st.st_ino == n->ino)
+          set_linked(w, n, &st);
         if (t->renamed || t->content ||
             (there && changed(r, t, st.st_ino, gen ? st.st_mtim : st.st_ctim)))
           rc = change_push(out, cap, t->path, CORRAL_CHANGE_MODIFIED, gen,
@@ -1300,7 +1334,7 @@ static int report_events(struct watcher *w, struct watch_run *r, corral_outcome 
     }
   if (w->blind) /* a directory not watched: a link made in it is not heard */
     r->uncertain = true;
-  if (rc == 0 && (r->naliased || r->uncertain))
+  if (rc == 0 && (r->naliased || r->uncertain || w->linked))
     rc = report_aliases(w, r, w->top, (char[4096]){0}, 0, out, cap);
   return rc;
 }

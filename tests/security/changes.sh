@@ -100,6 +100,60 @@ sleep 0.05
 run "ln src/a a/b/c/.git/l && echo evil >> a/b/c/.git/l"
 expect_contains "$out" '"path": "src/a", "kind": "modified"'
 
+# A second name made by an earlier run deep in a generated tree and in a
+# `.git` (corral watches neither), written through in a later run: the
+# file's ctime tells, and the report must say so.
+case_ "writes through hard links an earlier run made where corral does not watch"
+run "mkdir -p dist/x/y a/.git/x && ln src/a dist/x/y/b && ln src/a a/.git/x/l"
+sleep 0.05
+run "echo evil >> dist/x/y/b"
+expect_contains "$out" '"path": "src/a", "kind": "modified"'
+sleep 0.05
+run "echo evil >> a/.git/x/l"
+expect_contains "$out" '"path": "src/a", "kind": "modified"'
+
+# The same within one corral mcp server, whose index outlives each call:
+# the link in one call, the write in the next (and in the one after).
+case_ "writes through a hard link an earlier call made, in corral mcp"
+calls=$(python3 - "$CORRAL" "$ws" <<'PY2'
+import json, subprocess, sys
+p = subprocess.Popen([sys.argv[1], "mcp", "--workspace", sys.argv[2]], stdin=subprocess.PIPE,
+                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+def call(i, method, params):
+    p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": i, "method": method, "params": params}) + "\n")
+    p.stdin.flush()
+    while True:
+        m = json.loads(p.stdout.readline())
+        if m.get("id") == i:
+            return m
+call(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "t", "version": "1"}})
+for i, cmd in enumerate(["mkdir -p dist/x/y && ln src/a dist/x/y/b", "echo evil >> dist/x/y/b",
+                         "echo more >> dist/x/y/b"], 2):
+    m = call(i, "tools/call", {"name": "exec_command", "arguments": {"cmd": cmd}})
+    print(json.dumps(m["result"]["structuredContent"]["outcome"].get("changes")))
+p.stdin.close()
+p.wait()
+PY2
+)
+expect_contains "$(sed -n 2p <<<"$calls")" '"path": "src/a", "kind": "modified"'
+expect_contains "$(sed -n 3p <<<"$calls")" '"path": "src/a", "kind": "modified"'
+
+# A second name outside the workspace, in another place the sandbox may
+# write (/tmp, the same filesystem here), made on the host before the run:
+# the sandbox cannot make such a link (each write root is its own mount),
+# but it can write through one that exists.
+case_ "a write through a hard link in /tmp, made before the run"
+other=$(mktemp -d /tmp/corral-changes-link-XXXXXX)
+if ln "$ws/src/a" "$other/a" 2>/dev/null; then
+  sleep 0.05
+  run "echo evil >> $other/a"
+  expect_contains "$out" '"path": "src/a", "kind": "modified"'
+else
+  pass # /tmp is another filesystem here: no such link can exist
+fi
+rm -rf "$other"
+
 # A name made of terminal controls, to rewrite the summary a person reads
 # on stderr (without --json): its bytes are shown escaped.
 case_ "a file name that erases the summary's lines"
