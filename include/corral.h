@@ -382,6 +382,10 @@ CORRAL_EXTERN int corral_policy_add_domain(corral_policy *policy, const char *en
 CORRAL_EXTERN int corral_policy_allow_addresses(corral_policy *policy, const char *range,
                                                 corral_error *err);
 CORRAL_EXTERN void corral_policy_set_block_unix_sockets(corral_policy *policy, bool block);
+/* Whether init records the writes and connections the sandbox refuses
+ * (outcome.denials); on by default.  Off, a write-heavy command runs
+ * faster, and a refusal shows only in the command's own errors. */
+CORRAL_EXTERN void corral_policy_set_record_refusals(corral_policy *policy, bool record);
 CORRAL_EXTERN void corral_policy_set_temp(corral_policy *policy, bool writable);
 CORRAL_EXTERN void corral_policy_set_workspace_writable(corral_policy *policy, bool writable);
 /* A limit on every run: `value` > 0 in the limit's unit (bytes, ms, a

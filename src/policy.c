@@ -74,6 +74,7 @@ corral_policy *corral_policy_new(void) {
   if (!p)
     return NULL;
   p->enforce = true;
+  p->record_refusals = true;
   p->temp = true;
   p->workspace_writable = true;
   return p;
@@ -162,6 +163,7 @@ int corral_policy_allow_addresses(corral_policy *p, const char *range, corral_er
   return 0;
 }
 void corral_policy_set_block_unix_sockets(corral_policy *p, bool v) { p->block_unix = v; }
+void corral_policy_set_record_refusals(corral_policy *p, bool v) { p->record_refusals = v; }
 void corral_policy_set_temp(corral_policy *p, bool v) { p->temp = v; }
 void corral_policy_set_workspace_writable(corral_policy *p, bool v) { p->workspace_writable = v; }
 
@@ -317,6 +319,8 @@ static int decode_policy(json_t *root, corral_policy *p, corral_error *err) {
       r = decode_network_list(key, v, p, err);
     } else if (strcmp(key, "blockUnixSockets") == 0) {
       r = json_get_bool(root, key, key, &p->block_unix, err);
+    } else if (strcmp(key, "recordRefusals") == 0) {
+      r = json_get_bool(root, key, key, &p->record_refusals, err);
     } else if (strcmp(key, "writableTemp") == 0) {
       r = json_get_bool(root, key, key, &p->temp, err);
     } else if (strcmp(key, "workspaceWritable") == 0) {
@@ -1524,6 +1528,7 @@ int profile_resolve(const corral_policy *p, char *const *roots, size_t nroots, s
   pr->net = &p->net;
   limits_resolve(p->limits, pr->limits);
   pr->block_unix = p->block_unix;
+  pr->record_refusals = p->record_refusals;
   const struct path_list *L = p->lists;
   if (p->workspace_writable)
     for (size_t i = 0; i < nroots && r == 0; i++)
@@ -1683,6 +1688,7 @@ json_t *profile_to_json(const struct profile *pr) {
   if (pr->network_filter)
     json_object_set_new(o, "networkRules", net_rules_json(pr->net));
   json_object_set_new(o, "blockUnixSockets", json_boolean(pr->block_unix));
+  json_object_set_new(o, "recordRefusals", json_boolean(pr->record_refusals));
   json_t *lim = json_object();
   for (int i = 1; i < CORRAL_LIMIT_COUNT; i++)
     json_object_set_new(lim, limit_keys[i],

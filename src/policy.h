@@ -24,6 +24,7 @@ struct corral_policy {
   bool network_filter;      /* `filter`: by name through the proxy (network_allow false) */
   struct net_rules net;
   bool block_unix;
+  bool record_refusals;     /* init records what the sandbox refuses (refusals.c) */
   bool temp;                /* /tmp and $TMPDIR writable */
   bool workspace_writable;
   bool protected_set;       /* protectedNames given: replaces the defaults */
@@ -37,6 +38,7 @@ struct profile {
   bool network_filter;
   const struct net_rules *net;   /* the policy's, borrowed: it outlives the profile */
   bool block_unix;
+  bool record_refusals;
   bool restricted_read;          /* read roots do not include "/" */
   struct path_list read_roots;
   struct path_list write_roots;  /* sorted, outer before inner */

@@ -212,7 +212,27 @@ static void aim(struct prog *p, size_t at, size_t to, bool true_branch) {
 #define LOAD(off) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, (off))
 #define ARG_LO(k) (offsetof(struct seccomp_data, args) + (k) * 8)
 
-/* One block per ABI: its calls tested in turn, each to its condition or
+/* The calls used[lo..hi), sorted by nr, found by a binary search (each
+ * test's place in tests[]), every other nr allowed.  A search, not a list:
+ * the kernel runs the filter for each nr once when it is loaded, to cache
+ * the ones always allowed, and a list of 90 tests made that cost more
+ * than the rest of a launch. */
+static void emit_search(struct prog *p, const struct call_nr **used, size_t *tests, size_t lo,
+                        size_t hi) {
+  if (hi - lo <= 4) {
+    for (size_t i = lo; i < hi; i++)
+      tests[i] = emit(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, used[i]->nr, 0, 0));
+    emit(p, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+    return;
+  }
+  size_t mid = lo + (hi - lo) / 2;
+  size_t split = emit(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, used[mid]->nr, 0, 0));
+  emit_search(p, used, tests, lo, mid);
+  aim(p, split, p->n, true);
+  emit_search(p, used, tests, mid, hi);
+}
+
+/* One block per ABI: its calls found by nr, each to its condition or
  * straight to notify; anything else allowed.  With links_only, the two
  * link calls alone. */
 static void abi_block(struct prog *p, const struct abi *a, bool links_only) {
@@ -223,11 +243,12 @@ static void abi_block(struct prog *p, const struct abi *a, bool links_only) {
   for (size_t i = 0; i < a->n && nt < ARRAY_SIZE(tests); i++) {
     if (links_only && a->calls[i].call != C_LINK && a->calls[i].call != C_LINKAT)
       continue;
-    used[nt] = &a->calls[i];
-    tests[nt++] =
-        emit(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, a->calls[i].nr, 0, 0));
+    size_t k = nt++; /* in order of nr, for the search */
+    for (; k > 0 && used[k - 1]->nr > a->calls[i].nr; k--)
+      used[k] = used[k - 1];
+    used[k] = &a->calls[i];
   }
-  emit(p, (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+  emit_search(p, used, tests, 0, nt);
   struct {
     size_t at;
     bool on_true;
@@ -405,7 +426,12 @@ static bool read_bytes(pid_t pid, uint64_t addr, void *buf, size_t size) {
  * caller's cwd or its descriptor `dir` (its own /proc entries). */
 static bool as_seen(pid_t pid, long dir, const char *path, char *out, size_t size) {
   int n;
-  if (path[0] == '/')
+  /* Its /proc/self is not init's (gnulib's fchmodat goes through it). */
+  if (strncmp(path, "/proc/self/", 11) == 0)
+    n = snprintf(out, size, "/proc/%d/%s", (int)pid, path + 11);
+  else if (strncmp(path, "/proc/thread-self/", 18) == 0)
+    n = snprintf(out, size, "/proc/%d/%s", (int)pid, path + 18);
+  else if (path[0] == '/')
     n = snprintf(out, size, "%s", path);
   else if ((int)dir == AT_FDCWD)
     n = snprintf(out, size, "/proc/%d/cwd/%s", (int)pid, path);
@@ -444,64 +470,105 @@ static int why_refused(const struct refusal_plan *rp, const char *real) {
   return 0; /* writable to the plan: read-only for another reason, not the sandbox's */
 }
 
-/* Checks one place a call writes: `path` (as_seen), the target itself or,
- * with parent, the directory it is made or removed in. */
+/* How a call meets the place it names. */
+enum place {
+  TARGET,  /* changes the file itself (chmod, truncate, ...) */
+  IN_DIR,  /* removes or renames a name in its directory */
+  MAKE,    /* makes a name in its directory (a name there fails with EEXIST first) */
+  OPEN,    /* opens for writing: the file when it is there, else its directory */
+};
+
+/* A device, a pipe or a socket is written on a read-only mount too. */
+static bool special(unsigned mode) {
+  return S_ISCHR(mode) || S_ISBLK(mode) || S_ISFIFO(mode) || S_ISSOCK(mode);
+}
+
+/* The real path of an O_PATH descriptor; false when it has none. */
+static bool real_path(int fd, char *out, size_t size) {
+  char self[48];
+  snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+  ssize_t n = readlink(self, out, size - 1);
+  if (n <= 0 || out[0] != '/')
+    return false;
+  out[n] = '\0';
+  return true;
+}
+
+/* Where the mount is read-only, the sandbox refused (its walls are
+ * mounts); where the plan lets the command write, something else did,
+ * and nothing is said. */
+static void refused_at(const struct refusal_plan *rp, const char *op, int fd, const char *name) {
+  char real[PATH_MAX + 8];
+  if (!real_path(fd, real, sizeof real))
+    return;
+  int why = why_refused(rp, real);
+  if (why)
+    note(why == REFUSED_PROTECTED ? CORRAL_CAP_PROTECTED_METADATA : CORRAL_CAP_WORKSPACE_WRITE,
+         why, op, real, name);
+}
+
+static bool read_only(int fd) {
+  struct statvfs vfs;
+  return fstatvfs(fd, &vfs) == 0 && (vfs.f_flag & ST_RDONLY);
+}
+
+/* Checks the place `path` (as_seen) names.  One walk of the path (the
+ * directory's, or the file's), then calls on what it found: most calls,
+ * in a writable place, cost that alone. */
 static void check_place(const struct refusal_plan *rp, const char *op, const char *path,
-                        bool parent, bool follow) {
-  bool make = parent && strcmp(op, "create") == 0;
+                        enum place how, bool follow) {
   char where[PATH_MAX + 64];
-  const char *name = NULL;
   snprintf(where, sizeof where, "%s", path);
   size_t len = strlen(where);
   while (len > 1 && where[len - 1] == '/')
     where[--len] = '\0';
-  if (parent) {
-    char *slash = strrchr(where, '/');
-    if (!slash)
-      return;
-    name = slash + 1;
-    if (!*name || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
-      return; /* the kernel refuses those itself */
-    *slash = '\0';
-    if (slash == where) { /* "/x": its directory is the root */
-      where[0] = '/';
-      where[1] = '\0';
+  if (how == TARGET) {
+    int fd = open(where, O_PATH | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
+    struct stat st;
+    if (fd >= 0 && read_only(fd) && fstat(fd, &st) == 0 && !special(st.st_mode))
+      refused_at(rp, op, fd, "");
+    if (fd >= 0)
+      close(fd);
+    return;
+  }
+  char *slash = strrchr(where, '/');
+  if (!slash)
+    return;
+  const char *name = slash + 1;
+  if (!*name || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+    return; /* the kernel refuses those itself */
+  *slash = '\0';
+  int dir = open(slash == where ? "/" : where, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0)
+    return;
+  bool ro = read_only(dir);
+  struct statx there, self;
+  bool exists = (how == MAKE || how == OPEN) &&
+                statx(dir, name, AT_STATX_DONT_SYNC | (follow ? 0 : AT_SYMLINK_NOFOLLOW),
+                      STATX_TYPE | STATX_MNT_ID, &there) == 0;
+  if (how == IN_DIR || (how == MAKE && !exists) || (how == OPEN && !exists)) {
+    if (ro)
+      refused_at(rp, op, dir, name);
+  } else if (how == OPEN && !special(there.stx_mode)) {
+    /* The file itself: on the directory's mount, or on its own (a file
+     * made read-only alone, a symlink to elsewhere). */
+    bool same = statx(dir, "", AT_EMPTY_PATH, STATX_MNT_ID, &self) == 0 &&
+                (there.stx_mask & self.stx_mask & STATX_MNT_ID) &&
+                there.stx_mnt_id == self.stx_mnt_id;
+    if (!same || ro) {
+      int fd = openat(dir, name, O_PATH | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
+      if (fd >= 0 && read_only(fd))
+        refused_at(rp, op, fd, "");
+      if (fd >= 0)
+        close(fd);
     }
   }
-  int fd = open(where[0] ? where : "/", O_PATH | O_CLOEXEC | (parent ? O_DIRECTORY : 0) |
-                                             (follow || parent ? 0 : O_NOFOLLOW));
-  if (fd < 0)
-    return;
-  struct statvfs vfs;
-  struct stat st;
-  /* A device, a pipe or a socket is written on a read-only mount too;
-   * making a name that is there fails with EEXIST first. */
-  bool refused = fstatvfs(fd, &vfs) == 0 && (vfs.f_flag & ST_RDONLY) &&
-                 !(make && fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) &&
-                 (parent || (fstat(fd, &st) == 0 && (S_ISREG(st.st_mode) ||
-                                                     S_ISDIR(st.st_mode) || S_ISLNK(st.st_mode))));
-  char real[PATH_MAX + 8];
-  ssize_t n = -1;
-  if (refused) {
-    char self[48];
-    snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
-    n = readlink(self, real, PATH_MAX);
-  }
-  close(fd);
-  if (n <= 0 || real[0] != '/')
-    return;
-  real[n] = '\0';
-  /* The place refused: the directory, for what is made or removed in it
-   * (what a grant would make writable), with the name said. */
-  int why = why_refused(rp, real);
-  if (why)
-    note(why == REFUSED_PROTECTED ? CORRAL_CAP_PROTECTED_METADATA : CORRAL_CAP_WORKSPACE_WRITE,
-         why, op, real, name ? name : "");
+  close(dir);
 }
 
 /* A place named by (dir, path at addr), checked as above. */
 static void check_path(const struct refusal_plan *rp, pid_t pid, const char *op, long dir,
-                       uint64_t addr, bool parent, bool follow, bool empty_is_dir) {
+                       uint64_t addr, enum place how, bool follow, bool empty_is_dir) {
   char path[PATH_MAX], seen[PATH_MAX + 64];
   if (!read_string(pid, addr, path, sizeof path))
     return;
@@ -509,15 +576,15 @@ static void check_path(const struct refusal_plan *rp, pid_t pid, const char *op,
     if (!empty_is_dir || (int)dir == AT_FDCWD)
       return;
     snprintf(seen, sizeof seen, "/proc/%d/fd/%ld", (int)pid, dir);
-    check_place(rp, op, seen, false, true);
+    check_place(rp, op, seen, TARGET, true);
     return;
   }
   if (as_seen(pid, dir, path, seen, sizeof seen))
-    check_place(rp, op, seen, parent, follow);
+    check_place(rp, op, seen, how, follow);
 }
 
 /* An open for writing: the file itself when it is there, else where it
- * would be made. */
+ * would be made (O_TMPFILE: in the directory named). */
 static void check_open(const struct refusal_plan *rp, pid_t pid, long dir, uint64_t addr,
                        uint64_t flags) {
   if (!(flags & OPEN_WRITES))
@@ -526,11 +593,8 @@ static void check_open(const struct refusal_plan *rp, pid_t pid, long dir, uint6
   if (!read_string(pid, addr, path, sizeof path) || !path[0] ||
       !as_seen(pid, dir, path, seen, sizeof seen))
     return;
-  struct stat st;
-  bool follow = !(flags & O_NOFOLLOW);
-  bool there = (follow ? stat(seen, &st) : lstat(seen, &st)) == 0;
   bool tmpfile = (flags & __O_TMPFILE) == __O_TMPFILE;
-  check_place(rp, "write", seen, !there && !tmpfile, follow);
+  check_place(rp, "write", seen, tmpfile ? TARGET : OPEN, !(flags & O_NOFOLLOW));
 }
 
 static bool is_loopback(const struct sockaddr_storage *ss) {
@@ -614,10 +678,10 @@ static void check_call(const struct refusal_plan *rp, pid_t pid, const struct se
   long dir2 = compat ? (long)(int32_t)a[2] : (long)(int)a[2];
   switch (c->call) {
   case C_LINK:
-    check_path(rp, pid, "create", AT_FDCWD, a[1], true, false, false);
+    check_path(rp, pid, "create", AT_FDCWD, a[1], MAKE, false, false);
     break;
   case C_LINKAT:
-    check_path(rp, pid, "create", dir2, a[3], true, false, false);
+    check_path(rp, pid, "create", dir2, a[3], MAKE, false, false);
     break;
   case C_OPEN:
     check_open(rp, pid, AT_FDCWD, a[0], a[1]);
@@ -635,39 +699,39 @@ static void check_call(const struct refusal_plan *rp, pid_t pid, const struct se
     check_open(rp, pid, AT_FDCWD, a[0], O_CREAT | O_WRONLY | O_TRUNC);
     break;
   case C_MAKE:
-    check_path(rp, pid, "create", AT_FDCWD, a[c->aux], true, false, false);
+    check_path(rp, pid, "create", AT_FDCWD, a[c->aux], MAKE, false, false);
     break;
   case C_MAKEAT:
-    check_path(rp, pid, "create", dir0, a[1], true, false, false);
+    check_path(rp, pid, "create", dir0, a[1], MAKE, false, false);
     break;
   case C_SYMLINKAT:
-    check_path(rp, pid, "create", dir1, a[2], true, false, false);
+    check_path(rp, pid, "create", dir1, a[2], MAKE, false, false);
     break;
   case C_REMOVE:
-    check_path(rp, pid, "remove", AT_FDCWD, a[0], true, false, false);
+    check_path(rp, pid, "remove", AT_FDCWD, a[0], IN_DIR, false, false);
     break;
   case C_REMOVEAT:
-    check_path(rp, pid, "remove", dir0, a[1], true, false, false);
+    check_path(rp, pid, "remove", dir0, a[1], IN_DIR, false, false);
     break;
   case C_RENAME:
-    check_path(rp, pid, "rename", AT_FDCWD, a[0], true, false, false);
-    check_path(rp, pid, "rename", AT_FDCWD, a[1], true, false, false);
+    check_path(rp, pid, "rename", AT_FDCWD, a[0], IN_DIR, false, false);
+    check_path(rp, pid, "rename", AT_FDCWD, a[1], IN_DIR, false, false);
     break;
   case C_RENAMEAT:
-    check_path(rp, pid, "rename", dir0, a[1], true, false, false);
-    check_path(rp, pid, "rename", dir2, a[3], true, false, false);
+    check_path(rp, pid, "rename", dir0, a[1], IN_DIR, false, false);
+    check_path(rp, pid, "rename", dir2, a[3], IN_DIR, false, false);
     break;
   case C_CHANGE:
-    check_path(rp, pid, "change", AT_FDCWD, a[0], false, true, false);
+    check_path(rp, pid, "change", AT_FDCWD, a[0], TARGET, true, false);
     break;
   case C_LCHANGE:
-    check_path(rp, pid, "change", AT_FDCWD, a[0], false, false, false);
+    check_path(rp, pid, "change", AT_FDCWD, a[0], TARGET, false, false);
     break;
   case C_CHANGEAT:
-    check_path(rp, pid, "change", dir0, a[1], false, follows(c, a), true);
+    check_path(rp, pid, "change", dir0, a[1], TARGET, follows(c, a), true);
     break;
   case C_XATTRAT:
-    check_path(rp, pid, "change", dir0, a[1], false, !(a[2] & AT_SYMLINK_NOFOLLOW), true);
+    check_path(rp, pid, "change", dir0, a[1], TARGET, !(a[2] & AT_SYMLINK_NOFOLLOW), true);
     break;
   case C_CONNECT:
   case C_BIND:

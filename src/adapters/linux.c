@@ -134,7 +134,7 @@ static int linux_prepare(corral_adapter *ad, const corral_request *req, launch_p
       .network_closed = !lp->profile.network_allow,
       .network_filter = lp->profile.network_filter,
   };
-  plan->refusals = &lp->refusals;
+  plan->refusals = lp->profile.record_refusals ? &lp->refusals : NULL;
   if (enforcement_set(enf, "linux", CORRAL_LEVEL_NATIVE, NULL) < 0)
     return error_set(err, -ENOMEM, ENOMEM, "out of memory");
   return 0;

@@ -95,6 +95,9 @@ int policy_flag(struct policy_flags *pf, int id, const char *value) {
   case PF_BLOCK_UNIX:
     pf->block_unix = true;
     return 0;
+  case PF_NO_REFUSALS:
+    pf->no_refusals = true;
+    return 0;
   case PF_ALLOW_DEGRADED:
     pf->allow_degraded = true;
     return 0;
@@ -240,6 +243,8 @@ corral_policy *policy_flags_build(const struct policy_flags *pf, char **roots, s
     corral_policy_set_workspace_writable(p, false);
   if (pf->block_unix)
     corral_policy_set_block_unix_sockets(p, true);
+  if (pf->no_refusals)
+    corral_policy_set_record_refusals(p, false);
   for (int i = 1; i < CORRAL_LIMIT_COUNT; i++)
     if (pf->limit_given[i])
       corral_policy_set_limit(p, (corral_limit)i, pf->limits[i]);

@@ -20,6 +20,7 @@ enum {
   PF_NO_TEMP,
   PF_READ_ONLY,
   PF_BLOCK_UNIX,
+  PF_NO_REFUSALS,
   PF_ALLOW_DEGRADED,
   PF_UNSANDBOXED,
   PF_BACKEND,
@@ -63,6 +64,8 @@ enum {
       {"no-temp", NULL, PF_NO_TEMP, "do not make /tmp and $TMPDIR writable"},                  \
       {"read-only", NULL, PF_READ_ONLY, "the workspace roots are read-only too"},              \
       {"block-unix-sockets", NULL, PF_BLOCK_UNIX, "creating AF_UNIX sockets fails"},           \
+      {"no-refusals", NULL, PF_NO_REFUSALS,                                                   \
+       "do not record what the sandbox refuses (faster for commands that write many files)"}, \
       {"allow-degraded", NULL, PF_ALLOW_DEGRADED,                                             \
        "if this kernel cannot enforce, run unenforced and say so (default: refuse)"},         \
       {"unsandboxed", NULL, PF_UNSANDBOXED,                                                   \
@@ -90,7 +93,7 @@ struct policy_flags {
   size_t ndomains;
   char **addresses; /* --allow-address */
   size_t naddresses;
-  bool no_temp, read_only, block_unix, allow_degraded, unsandboxed;
+  bool no_temp, read_only, block_unix, no_refusals, allow_degraded, unsandboxed;
   bool given;              /* any policy option was given (they beat a request's) */
   const char *unsandboxed_why; /* why there is no sandbox, when not --unsandboxed */
   int backend; /* 0 auto, 1 linux, 2 landlock */

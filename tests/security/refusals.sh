@@ -82,6 +82,29 @@ else
   pass # no global address here
 fi
 
+t "a 32-bit (i386) binary's write is heard too"
+cat > m32.c <<'EOF'
+/* No libc: open("/etc/corral-m32", O_WRONLY|O_CREAT) through int 0x80. */
+static int sys3(int nr, int a, int b, int c) {
+  int r;
+  __asm__ volatile("int $0x80" : "=a"(r) : "a"(nr), "b"(a), "c"(b), "d"(c) : "memory");
+  return r;
+}
+void _start(void) {
+  int fd = sys3(5, (int)"/etc/corral-m32", 0101, 0644);
+  sys3(1, fd < 0 ? 3 : 0, 0, 0);
+  for (;;) {}
+}
+EOF
+if [ "$(uname -m)" = x86_64 ] && gcc -m32 -nostdlib -static -ffreestanding -O1 -o m32 m32.c 2>/dev/null; then
+  out=$(records -- ./m32)
+  expect_eq "denied 0
+workspace_write /etc 1|denied write to /etc/corral-m32 (outside the write roots; allow with --allow-write /etc)" "$out"
+  expect_absent /etc/corral-m32
+else
+  pass # no 32-bit toolchain here
+fi
+
 t "loopback, binds to any address and writes in the write roots give no record"
 out=$(records -- "python3 -c '
 import socket
