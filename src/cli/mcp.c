@@ -37,7 +37,8 @@ static const struct cli_option mcp_options[] = {
     POLICY_FLAG_OPTIONS,
 };
 static const char mcp_usage[] =
-    "usage: corral mcp [--workspace DIR]... [--policy FILE] [--shell PATH] [policy options]\n"
+    "usage: corral mcp [--workspace DIR]... [--policy FILE] [--shell PATH]\n"
+    "                  [--approval-timeout SECONDS] [policy options]\n"
     "Serves the Model Context Protocol on stdin/stdout: the tools exec_command,\n"
     "write_stdin, list_sessions and stop_session run commands in corral's sandbox.\n"
     "The policy comes from these options and the user's config only: a client\n"
