@@ -34,6 +34,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <sys/stat.h>
 
@@ -186,6 +187,7 @@ static const char *bad_scope(const struct mcp_server *s, corral_capability *c, b
                              char *why, size_t whylen) {
   char host[NET_HOST_MAX + 1];
   int port;
+  struct stat st;
   const char *no = NULL;
   if (!grantable_kind(c->kind))
     return "only workspace_write, external_network and protected_metadata can be granted "
@@ -204,6 +206,10 @@ static const char *bad_scope(const struct mcp_server *s, corral_capability *c, b
     c->kind = CORRAL_CAP_PROTECTED_METADATA;
   } else if (c->kind == CORRAL_CAP_PROTECTED_METADATA && !in_protected(c->scope)) {
     return "protected_metadata names a path in a .git, .agents or .corral";
+  } else if (c->kind == CORRAL_CAP_WORKSPACE_WRITE && lstat(c->scope, &st) < 0) {
+    /* The sandbox makes writable what is there: a grant of a missing path
+     * would change nothing (a refused write names the directory). */
+    return "does not exist: ask for the directory that is to hold it";
   }
   if (!s->widen)
     return "this server cannot widen its policy";
@@ -387,6 +393,20 @@ static bool lift(const struct mcp_server *s, const corral_denial *d, corral_capa
   return !bad_scope(s, c, true, why, sizeof why) && !granted_already(s, c);
 }
 
+/* Appends to buf (size bytes) at *n, never past its end. */
+static void put(char *buf, size_t size, size_t *n, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void put(char *buf, size_t size, size_t *n, const char *fmt, ...) {
+  if (*n + 1 >= size)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  int w = vsnprintf(buf + *n, size - *n, fmt, ap);
+  va_end(ap);
+  if (w > 0)
+    *n = *n + (size_t)w < size ? *n + (size_t)w : size - 1;
+}
+
 json_t *mcp_approval_hint(const struct mcp_server *s, const corral_outcome *o, char *text,
                           size_t size, size_t *n) {
   corral_capability caps[MCP_REQUEST_CAPABILITIES_MAX];
@@ -407,31 +427,27 @@ json_t *mcp_approval_hint(const struct mcp_server *s, const corral_outcome *o, c
   json_t *asks = caps_json(caps, nc);
   char *arg = json_dumps(asks, JSON_COMPACT);
   json_t *options = json_array();
-  size_t at = *n;
-  at += (size_t)snprintf(text + at, at < size ? size - at : 0, "Needs approval:");
+  put(text, size, n, "Needs approval:");
   for (size_t i = 0; i < nc; i++) {
-    if (at < size)
-      at += (size_t)snprintf(text + at, size - at, "%s %s %s", i ? "," : "",
-                             kind_name(caps[i].kind), caps[i].scope);
+    put(text, size, n, "%s %s %s", i ? "," : "", kind_name(caps[i].kind), caps[i].scope);
     json_array_append_new(options, json_string(flag_for(caps[i].kind)));
     json_array_append_new(options, json_string(caps[i].scope));
   }
-  if (at < size)
-    at += (size_t)snprintf(
-        text + at, size - at,
-        s->can_elicit
-            ? ". To ask the user, call exec_command again with request_capabilities: %s and a "
-              "justification.\n"
-            : ". This client cannot ask the user (it declared no elicitation), so "
-              "request_capabilities (%s, with a justification) will be refused: ask the user "
-              "to allow it, e.g. by starting corral mcp with",
+  if (s->can_elicit) {
+    put(text, size, n,
+        ". To ask the user, call exec_command again with request_capabilities: %s and a "
+        "justification.\n",
         arg ? arg : "[]");
-  for (size_t i = 0; !s->can_elicit && i < nc && at < size; i++)
-    at += (size_t)snprintf(text + at, size - at, " %s %s", flag_for(caps[i].kind),
-                           caps[i].scope);
-  if (!s->can_elicit && at < size)
-    at += (size_t)snprintf(text + at, size - at, ", then run it again.\n");
-  *n = at < size ? at : size - 1;
+  } else {
+    put(text, size, n,
+        ". This client cannot ask the user (it declared no elicitation), so "
+        "request_capabilities (%s, with a justification) will be refused: ask the user to "
+        "allow it, e.g. by starting corral mcp with",
+        arg ? arg : "[]");
+    for (size_t i = 0; i < nc; i++)
+      put(text, size, n, " %s %s", flag_for(caps[i].kind), caps[i].scope);
+    put(text, size, n, ", then run it again.\n");
+  }
   free(arg);
   return json_pack("{s:o,s:{s:O},s:b,s:o}", "capabilities", asks, "argument",
                    "request_capabilities", asks, "clientCanAsk", s->can_elicit, "serverOptions",
@@ -465,21 +481,20 @@ static bool ask(struct mcp_server *s, struct mcp_asked *a, const char *why_line)
   shown_command(a->args, cmd, sizeof cmd);
   if (a->ncaps == 1) {
     describe(&a->caps[0], what, sizeof what);
-    n += (size_t)snprintf(msg, sizeof msg, "Allow `%s` to %s?\n", cmd, what);
+    put(msg, sizeof msg, &n, "Allow `%s` to %s?\n", cmd, what);
   } else {
-    n += (size_t)snprintf(msg, sizeof msg, "Allow `%s` to:\n", cmd);
-    for (size_t i = 0; i < a->ncaps && n < sizeof msg; i++) {
+    put(msg, sizeof msg, &n, "Allow `%s` to:\n", cmd);
+    for (size_t i = 0; i < a->ncaps; i++) {
       describe(&a->caps[i], what, sizeof what);
-      n += (size_t)snprintf(msg + n, sizeof msg - n, "- %s\n", what);
+      put(msg, sizeof msg, &n, "- %s\n", what);
     }
   }
-  if (why_line && n < sizeof msg)
-    n += (size_t)snprintf(msg + n, sizeof msg - n, "%s\n", why_line);
-  if (n < sizeof msg)
-    snprintf(msg + n, sizeof msg - n, "%s",
-             a->held ? "It was refused; corral will run it again with exactly that allowed, "
-                       "nothing wider."
-                     : "corral will run it with exactly that allowed, nothing wider.");
+  if (why_line)
+    put(msg, sizeof msg, &n, "%s\n", why_line);
+  put(msg, sizeof msg, &n, "%s",
+      a->held ? "It was refused; corral will run it again with exactly that allowed, nothing "
+                "wider."
+              : "corral will run it with exactly that allowed, nothing wider.");
   /* 2025-06-18 names an enum's choices with enumNames; 2025-11-25 with oneOf. */
   static const char *const values[] = {"once", "session", "no"},
                            *const titles[] = {"Yes, this once",
@@ -522,9 +537,8 @@ static json_t *record(const struct mcp_server *s, const struct mcp_asked *a, con
 static void what_list(const struct mcp_asked *a, char *out, size_t size) {
   size_t n = 0;
   out[0] = '\0';
-  for (size_t i = 0; i < a->ncaps && n < size; i++)
-    n += (size_t)snprintf(out + n, size - n, "%s%s %s", i ? ", " : "", kind_name(a->caps[i].kind),
-                          a->caps[i].scope);
+  for (size_t i = 0; i < a->ncaps; i++)
+    put(out, size, &n, "%s%s %s", i ? ", " : "", kind_name(a->caps[i].kind), a->caps[i].scope);
 }
 
 /* The user allowed it: the run with the grant answers the call. */

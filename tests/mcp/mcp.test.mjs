@@ -361,6 +361,11 @@ test("approve for the session: later calls need no question; another host still 
     assert.equal(a.asked.length, 1, "a session grant was asked about again");
     assert.equal(later.structuredContent.exitCode, 0);
     assert.match(later.structuredContent.output, /hello from good\.test/);
+    const again = await a.exec({ cmd: fetchCmd("good.test", "s4"), justification: "once more",
+                                 request_capabilities: [{ kind: "external_network", scope: `good.test:${port}` }] });
+    assert.equal(a.asked.length, 1, "what the session has was asked for again");
+    assert.equal(again.structuredContent.approval.answer, "granted earlier");
+    assert.equal(again.structuredContent.exitCode, 0);
     choice = "no";
     const other = await a.exec({ cmd: fetchCmd("other.test", "s3") });
     assert.equal(a.asked.length, 2);
@@ -426,7 +431,7 @@ test("request_capabilities asks before running, with the agent's justification",
     const no = await approver(() => ({ action: "decline" }));
     try {
       const d = await no.exec({ cmd: "echo ran > ran.txt",
-                                request_capabilities: [{ kind: "workspace_write", scope: "/var/tmp/corral-mcp-nowhere" }],
+                                request_capabilities: [{ kind: "workspace_write", scope: "/var/tmp" }],
                                 justification: "x" });
       assert.equal(d.isError, true);
       assert.match(d.content[0].text, /not run, and nothing granted .*the user declined/);
@@ -447,6 +452,7 @@ test("bad request_capabilities are the tool's errors, each named", async () => {
     [[{ kind: "workspace_write", scope: "relative/dir" }], /must be an absolute path/],
     [[{ kind: "workspace_write", scope: "/usr/../etc" }], /must be a normal path/],
     [[{ kind: "workspace_write", scope: "/" }], /whole file system/],
+    [[{ kind: "workspace_write", scope: "/var/tmp/corral-mcp-no-such-dir" }], /does not exist/],
     [[{ kind: "workspace_write", scope: process.env.HOME || "/root" }], /home directory/],
     [[{ kind: "workspace_write", scope: join(ws, ".git", "hooks") }], /ask for protected_metadata/],
     [[{ kind: "external_network", scope: "*.example.org:443" }], /host:port/],
