@@ -543,3 +543,32 @@ test("no answer in time is no; a client's error is no; both say so", async () =>
     await broken.done();
   }
 });
+
+test("approve a refused write once: exactly that directory becomes writable", async (t) => {
+  const out = mkdtempSync(join(process.env.HOME || "/root", "corral-mcp-out-"));
+  mkdirSync(join(out, "a"));
+  mkdirSync(join(out, "b"));
+  const a = await approver(() => ({ action: "accept", content: { allow: "once" } }));
+  try {
+    const r = await a.exec({ cmd: `echo x > ${out}/a/f && echo y > ${out}/b/g` });
+    if (!a.asked.length && !(r.structuredContent.outcome.denials ?? []).some((d) => d.capability.kind === "workspace_write")) {
+      t.skip("this corral records no refused writes");
+      return;
+    }
+    assert.equal(a.asked.length, 1);
+    assert.match(a.asked[0].message, new RegExp(`^Allow \`echo x > .*\` to write ${join(out, "a")}\\?`));
+    assert.equal(readFileSync(join(out, "a", "f"), "utf8"), "x\n");
+    assert.equal(existsSync(join(out, "b", "g")), false);
+    const sc = r.structuredContent;
+    assert.deepEqual(sc.approval.granted, [{ kind: "workspace_write", scope: join(out, "a") }]);
+    assert.equal(sc.outcome.denial.capability.kind, "workspace_write");
+    assert.equal(sc.outcome.denial.capability.scope, join(out, "b"));
+    // Once: the directory is not writable to a later call.
+    const later = await a.exec({ cmd: `echo z > ${out}/a/h`, });
+    assert.equal(a.asked.length, 2);
+    assert.equal(later.structuredContent.exitCode, 0);
+  } finally {
+    await a.done();
+    rmSync(out, { recursive: true, force: true });
+  }
+});
