@@ -546,25 +546,29 @@ static void approved(struct mcp_server *s, struct mcp_asked *a, bool session) {
   char what[2048], note[2300];
   what_list(a, what, sizeof what);
   struct mcp_run run = {.approval = record(s, a, session ? "session" : "once")};
-  if (session) {
-    for (size_t i = 0; i < a->ncaps && s->ngranted < GRANTED_MAX; i++) {
-      if (granted_already(s, &a->caps[i]))
-        continue;
-      corral_capability *g = realloc(s->granted, (s->ngranted + 1) * sizeof *g);
-      char *scope = g ? strdup(a->caps[i].scope) : NULL;
-      if (g)
-        s->granted = g;
-      if (!scope)
-        break;
+  bool kept = session;
+  for (size_t i = 0; session && kept && i < a->ncaps; i++) {
+    if (granted_already(s, &a->caps[i]))
+      continue;
+    corral_capability *g =
+        s->ngranted < GRANTED_MAX ? realloc(s->granted, (s->ngranted + 1) * sizeof *g) : NULL;
+    char *scope = g ? strdup(a->caps[i].scope) : NULL;
+    if (g)
+      s->granted = g;
+    if (scope)
       s->granted[s->ngranted++] = (corral_capability){a->caps[i].kind, scope};
-    }
-  } else {
+    kept = scope != NULL;
+  }
+  /* What the session cannot keep (past its bound) this run still has. */
+  if (!kept) {
     run.once = a->caps;
     run.nonce = a->ncaps;
   }
   json_object_set_new(run.approval, "granted", caps_json(a->caps, a->ncaps));
-  snprintf(note, sizeof note, "%s with %s allowed: the user approved it %s.",
-           a->held ? "Ran again" : "Ran", what, session ? "for this session" : "once");
+  snprintf(note, sizeof note, "%s with %s allowed: the user approved it %s.%s",
+           a->held ? "Ran again" : "Ran", what, session ? "for this session" : "once",
+           session && !kept ? " This server keeps no more grants: it holds for this run only."
+                            : "");
   run.note = note;
   mcp_exec(s, a->call, a->args, &run);
   json_decref(run.approval);
