@@ -211,6 +211,96 @@ int classify_outcome(const struct run_facts *f, launch_report *rep, const char *
   return 0;
 }
 
+int outcome_add_denial(corral_outcome *out, corral_capability_kind kind, const char *scope,
+                       const char *reason, bool recoverable, long count) {
+  corral_denial *g = realloc(out->denials, (out->ndenials + 1) * sizeof *g);
+  if (!g)
+    return -ENOMEM;
+  out->denials = g;
+  corral_denial *d = &g[out->ndenials];
+  *d = (corral_denial){.present = true,
+                       .capability = {.kind = kind, .scope = strdup(scope)},
+                       .source = CORRAL_SOURCE_PLATFORM_SANDBOX,
+                       .reason = strdup(reason),
+                       .recoverable = recoverable,
+                       .next_action = recoverable ? CORRAL_NEXT_REQUEST_APPROVAL
+                                                  : CORRAL_NEXT_CHANGE_COMMAND,
+                       .count = count};
+  out->ndenials++;
+  return d->capability.scope && d->reason ? 0 : -ENOMEM;
+}
+
+void outcome_denied_after_refusal(corral_outcome *out) {
+  if (out->state != CORRAL_STATE_FAILED || out->kind != CORRAL_KIND_APPLICATION_FAILURE ||
+      out->denial.present || !out->ndenials)
+    return;
+  const corral_denial *f = &out->denials[0];
+  out->state = CORRAL_STATE_DENIED;
+  out->kind = CORRAL_KIND_ENFORCEMENT_DENIED;
+  out->denial = *f;
+  out->denial.capability.scope = xstrdup_or_null(f->capability.scope);
+  out->denial.reason = xstrdup_or_null(f->reason);
+  free(out->message);
+  out->message = xstrdup_or_null(f->reason);
+}
+
+/* The writes and connections init heard refused (refusals.c), each with
+ * what would allow it.  A cut path cannot be granted as it is. */
+static int add_refusals(const launch_report *rep, corral_outcome *out) {
+  for (size_t i = 0; i < rep->nrefused; i++) {
+    const struct launch_refusal *f = &rep->refused[i];
+    bool cut = strlen(f->scope) == REFUSAL_SCOPE_MAX - 1 &&
+               strcmp(f->scope + REFUSAL_SCOPE_MAX - 4, "...") == 0;
+    bool net = f->kind == CORRAL_CAP_EXTERNAL_NETWORK;
+    char reason[REFUSAL_SCOPE_MAX * 2 + 200], allow[REFUSAL_SCOPE_MAX + 64] = "";
+    const char *why = "";
+    switch (f->why) {
+    case REFUSED_OUTSIDE:
+      why = "outside the write roots";
+      snprintf(allow, sizeof allow, "--allow-write %s", f->scope);
+      break;
+    case REFUSED_READ_ONLY:
+      why = "read-only inside the write roots";
+      break;
+    case REFUSED_PROTECTED: {
+      why = "protected metadata";
+      /* Allowed by the protected directory's path: up to its name. */
+      const char *names[] = {"/.git", "/.agents", "/.corral"};
+      size_t end = 0;
+      for (size_t k = 0; k < ARRAY_SIZE(names); k++) {
+        const char *at = strstr(f->scope, names[k]);
+        size_t len = strlen(names[k]);
+        if (at && (at[len] == '/' || !at[len]) && (!end || (size_t)(at - f->scope) + len < end))
+          end = (size_t)(at - f->scope) + len;
+      }
+      if (end)
+        snprintf(allow, sizeof allow, "--allow-protected %.*s", (int)end, f->scope);
+      break;
+    }
+    case REFUSED_KERNEL:
+      why = "the kernel's own files, read-only in the sandbox";
+      break;
+    case REFUSED_NET_CLOSED:
+      why = "the network is closed";
+      snprintf(allow, sizeof allow, "--network allow");
+      break;
+    default:
+      why = "only named hosts are reached, through corral's proxy";
+      snprintf(allow, sizeof allow, "--allow-domain with the host's name");
+      break;
+    }
+    snprintf(reason, sizeof reason, "denied %s%s %s%s%s (%s%s%s)", f->op,
+             !net && !strcmp(f->op, "write") ? " to" : "", f->scope,
+             f->name[0] && strcmp(f->scope, "/") ? "/" : "", f->name, why,
+             allow[0] && !cut ? "; allow with " : "", cut ? "" : allow);
+    if (outcome_add_denial(out, (corral_capability_kind)f->kind, f->scope, reason,
+                           allow[0] && !cut, f->count) < 0)
+      return -ENOMEM;
+  }
+  out->denials_dropped += rep->refused_dropped;
+  return 0;
+}
+
 void conclude_outcome(corral_adapter *ad, launch_plan *plan, struct report_buf *rb,
                       const struct run_facts *f, const char *name, corral_outcome *out,
                       char *note, size_t notelen) {
@@ -237,6 +327,10 @@ void conclude_outcome(corral_adapter *ad, launch_plan *plan, struct report_buf *
                      "past the file size limit (%s)",
                 name, limits_format(CORRAL_LIMIT_FILE_SIZE, fsize, value, sizeof value));
   }
+  if (add_refusals(&rep, out) < 0)
+    snprintf(rep.stderr_note, sizeof rep.stderr_note,
+             "corral: out of memory listing the sandbox's refusals\n");
+  outcome_denied_after_refusal(out);
   snprintf(note, notelen, "%s", rep.stderr_note);
   launch_report_free(&rep);
 }

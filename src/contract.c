@@ -275,9 +275,15 @@ int corral_outcome_exit_code(const corral_outcome *out) {
   switch (out->kind) {
   case CORRAL_KIND_TIMED_OUT:
     return 124;
+  case CORRAL_KIND_ENFORCEMENT_DENIED:
+    /* A refusal the command outlived, exiting by itself: its own code
+     * (the outcome says denied).  A denial that ended it (a limit, a
+     * protected path) is 125. */
+    if (out->exit.present && out->exit.code > 0 && out->exit.signal == 0 && !out->limit.present)
+      return out->exit.code & 0xff;
+    return 125;
   case CORRAL_KIND_SANDBOX_SETUP_FAILURE:
   case CORRAL_KIND_POLICY_DENIED:
-  case CORRAL_KIND_ENFORCEMENT_DENIED:
     return 125;
   case CORRAL_KIND_EXECUTABLE_NOT_FOUND:
     return 127;

@@ -205,6 +205,34 @@ void launch_report_parse(launch_report *r, const void *buf, size_t len) {
       r->links_heard |= rec->value == 1;
       r->link_made |= rec->value == 2;
       break;
+    case REPORT_REFUSED: {
+      int why, at = 0, nat = 0;
+      size_t nlen;
+      if (rec->value == 0) {
+        r->refused_dropped += rec->aux > 0 ? rec->aux : 0;
+        break;
+      }
+      struct launch_refusal *f = &r->refused[r->nrefused];
+      if (r->nrefused == REFUSALS_MAX || rec->aux < 1 ||
+          sscanf(rec->text, "%d %15s %zu%n", &why, f->op, &nlen, &nat) != 3 || !nat ||
+          rec->text[nat++] != ' ' || nlen >= sizeof f->name ||
+          strlen(rec->text + nat) < nlen + 1 || rec->text[nat + nlen] != ' ' ||
+          (at = nat + (int)nlen + 1, false) ||
+          why < REFUSED_OUTSIDE || why > REFUSED_KERNEL ||
+          rec->value >= CORRAL_CAP_UNRESTRICTED || !rec->text[at] ||
+          strlen(rec->text + at) >= sizeof f->scope) {
+        r->readable = false;
+        snprintf(r->problem, sizeof r->problem, "report record %zu: a malformed refusal", i);
+        return;
+      }
+      f->kind = rec->value;
+      f->why = why;
+      f->count = rec->aux;
+      snprintf(f->scope, sizeof f->scope, "%s", rec->text + at);
+      snprintf(f->name, sizeof f->name, "%.*s", (int)nlen, rec->text + nat);
+      r->nrefused++;
+      break;
+    }
     default:
       r->readable = false;
       snprintf(r->problem, sizeof r->problem, "report record %zu has unknown type %u", i,
@@ -600,6 +628,7 @@ static _Noreturn void finish(struct init_state *st, int report_fd, bool killed) 
   int status = st->command_done ? st->command_status : SIGKILL;
   holding = true; /* the last records and what was held: one wake-up */
   limits_report(&st->limits, WIFSIGNALED(status), report_fd);
+  calls_watch_report(report_fd);
   report_write(report_fd, REPORT_EXITED, status, killed, NULL);
   report_release(report_fd);
   _exit(status_to_code(status));
@@ -878,10 +907,12 @@ static _Noreturn void init_main(const launch_plan *plan, int stdio[3], int repor
   if (limits_watch_start(&st.limits, &plan->limits, report_fd) < 0)
     _exit(125);
   limits_init_nproc(&plan->limits);
-  /* Last before the command: init itself makes no link from here on (it
-   * would wait on its own answer).  Without it the run is not failed; its
-   * change report compares every file instead. */
-  int links = plan->watch_links ? link_watch_start() : -1;
+  /* Last before the command: from here on init itself makes no link,
+   * writes nothing by path and connects nowhere (it would wait on its own
+   * answer).  Without the filter the run is not failed: its change report
+   * compares every file instead, and it records no refusals. */
+  int oom = limits_init_spawning();
+  int links = plan->watch_links || plan->refusals ? calls_watch_start(plan->refusals != NULL) : -1;
   bool linked = false;
 
   /* sync 3: the command, spawned the way posix_spawn does it: no copy of
@@ -896,7 +927,7 @@ static _Noreturn void init_main(const launch_plan *plan, int stdio[3], int repor
     _exit(125);
   }
   st.command = pid;
-  limits_init_spawned();
+  limits_init_spawned(oom);
   if (cs.step == 's')
     ; /* command_setup reported the failed step itself */
   else if (cs.err)
@@ -923,7 +954,8 @@ static _Noreturn void init_main(const launch_plan *plan, int stdio[3], int repor
                             {.fd = links, .events = POLLIN}};
     if (poll(pfd, 4, -1) < 0 && errno != EINTR)
       terminate_tree(&st, sfd, report_fd);
-    if ((pfd[3].revents & POLLIN) && link_watch_answer(links) && !linked) {
+    if ((pfd[3].revents & POLLIN) &&
+        (calls_watch_answer(links, plan->refusals) & CALL_LINK) && !linked) {
       linked = true;
       report_write(report_fd, REPORT_LINKS, 2, 0, NULL);
     }

@@ -31,6 +31,9 @@ enum report_type {
                            2 if no process could start; text: "<limit> <observed>" */
   REPORT_USAGE,         /* text: "<peak memory bytes> <cpu ms> <peak tasks>" */
   REPORT_LINKS,         /* value: 1 init hears the command's hard links, 2 one was made */
+  REPORT_REFUSED,       /* value: capability kind, 0 for "more were dropped"; aux: how
+                           many times; text: "<refusal_why> <op> <name length> <name>
+                           <scope>" (refusals.c) */
 };
 
 #define REPORT_MAGIC 0x636f7272u /* "corr" */
@@ -43,6 +46,30 @@ struct report_record {
   int32_t aux;
   char text[REPORT_TEXT_MAX];
 };
+
+/* What the observer of refused operations (refusals.c) checks a write or
+ * a connection against: the plan's, borrowed from the adapter. */
+struct refusal_plan {
+  char **write_roots; /* writable, but for: */
+  size_t nwrite_roots;
+  char **read_only;   /* read-only inside them (--deny-write, carve-outs) */
+  size_t nread_only;
+  char **protected_names; /* a component of these below a root: protected metadata */
+  size_t nprotected;
+  bool network_closed; /* nothing beyond loopback */
+  bool network_filter; /* names only, through corral's proxy */
+};
+enum refusal_why {
+  REFUSED_OUTSIDE = 1, /* a write outside the write roots */
+  REFUSED_READ_ONLY,   /* a write to a read-only path inside them */
+  REFUSED_PROTECTED,   /* a write to protected metadata */
+  REFUSED_NET_CLOSED,  /* a connection with the network closed */
+  REFUSED_NET_FILTER,  /* a connection not through the proxy */
+  REFUSED_KERNEL,      /* a write to the kernel's own files (/proc, /sys) */
+};
+#define REFUSALS_MAX 32        /* distinct records a run keeps; more are counted */
+#define REFUSAL_SCOPE_MAX 400  /* a longer path is cut, and said to be */
+#define REFUSAL_NAME_MAX 64
 
 /* What the runner learns from the report, once the process tree is gone. */
 typedef struct launch_report {
@@ -64,8 +91,17 @@ typedef struct launch_report {
   corral_usage usage;
   char protected_paths[8][REPORT_TEXT_MAX]; /* protected paths the command created */
   size_t nprotected;
-  bool links_heard;        /* init heard the command's hard links (link_watch.c) */
+  bool links_heard;        /* init heard the command's hard links (refusals.c) */
   bool link_made;          /* and the command made one */
+  struct launch_refusal {  /* what the sandbox refused (refusals.c) */
+    int kind, why;         /* corral_capability_kind, enum refusal_why */
+    long count;
+    char op[16];
+    char scope[REFUSAL_SCOPE_MAX];
+    char name[REFUSAL_NAME_MAX];
+  } refused[REFUSALS_MAX];
+  size_t nrefused;
+  long refused_dropped;
   char stderr_note[600];   /* appended to the command's stderr by the runner */
   char problem[256];       /* why the report is unreadable */
 } launch_report;
@@ -98,16 +134,21 @@ void launch_report_parse(launch_report *r, const void *buf, size_t len);
 
 /* May a write through a second name of a workspace file have gone
  * unheard by the change report?  Yes when the command made a hard link,
- * or when its links were not heard at all (link_watch.c). */
+ * or when its links were not heard at all (refusals.c). */
 bool launch_report_links_unsure(const struct report_buf *rb);
 
 /* In init, after the sandbox's setup: a seccomp filter, inherited by the
- * command, that hands every link and linkat to init; its listener, or -1
- * with errno (a kernel without user notifications, or a listener already
+ * command, that hands init every link and linkat and, with `refusals`, the
+ * calls that write by path or reach an address; its listener, or -1 with
+ * errno (a kernel without user notifications, or a listener already
  * above: corral inside corral). */
-int link_watch_start(void);
-/* Lets the waiting link go on; false when none was waiting. */
-bool link_watch_answer(int fd);
+int calls_watch_start(bool refusals);
+enum { CALL_HEARD = 1, CALL_LINK = 2 };
+/* Looks at the waiting call (against rp, when not NULL) and lets it go
+ * on: 0 when none was waiting, else CALL_HEARD, with CALL_LINK for a link. */
+int calls_watch_answer(int fd, const struct refusal_plan *rp);
+/* The refusals heard, as REPORT_REFUSED records. */
+void calls_watch_report(int report_fd);
 
 /* Writes one record; async-signal-safe (used inside init). */
 void report_write(int fd, enum report_type type, int value, int aux, const char *text);
@@ -157,9 +198,12 @@ typedef struct launch_plan {
    * protected_metadata denial with the path.  Borrowed from the adapter. */
   char **watch;
   size_t nwatch;
-  /* Init hears the command's hard links (link_watch.c); needs no_new_privs
+  /* Init hears the command's hard links (refusals.c); needs no_new_privs
    * set by the adapter's setup. */
   bool watch_links;
+  /* And records the writes and connections the sandbox refuses, against
+   * these (borrowed from the adapter); NULL: none. */
+  const struct refusal_plan *refusals;
   struct run_limits limits;     /* all 0: none (run_limits.h) */
   void *adapter_data;           /* the adapter's, freed by its cleanup */
 } launch_plan;

@@ -28,6 +28,7 @@
 
 #include "internal.h"
 #include "proxy.h"
+#include "runner.h"
 
 #define BUF_SIZE (256 * 1024)
 /* The head buffer: a request head, and room for what its rewriting adds
@@ -1170,40 +1171,16 @@ int proxy_fd(const struct proxy *p) { return p->ep; }
 int proxy_conclude(struct proxy *p, corral_outcome *out) {
   if (!p || (!p->nrecords && !p->dropped))
     return 0;
-  out->denials = calloc(p->nrecords ? p->nrecords : 1, sizeof *out->denials);
-  if (!out->denials)
-    return -ENOMEM;
   for (size_t i = 0; i < p->nrecords; i++) {
-    corral_denial *d = &out->denials[i];
-    d->present = true;
-    d->capability.kind = CORRAL_CAP_EXTERNAL_NETWORK;
-    d->capability.scope = strdup(p->records[i].scope);
-    d->source = CORRAL_SOURCE_PLATFORM_SANDBOX;
     char text[900];
     snprintf(text, sizeof text, "connection to %s refused: %s", p->records[i].scope,
              p->records[i].reason);
-    d->reason = strdup(text);
-    d->recoverable = true;
-    d->next_action = CORRAL_NEXT_REQUEST_APPROVAL;
-    d->count = p->records[i].count;
-    if (!d->capability.scope || !d->reason)
+    if (outcome_add_denial(out, CORRAL_CAP_EXTERNAL_NETWORK, p->records[i].scope, text, true,
+                           p->records[i].count) < 0)
       return -ENOMEM;
-    out->ndenials++;
   }
-  out->denials_dropped = p->dropped;
-  /* A command that failed after a refusal was, as far as anyone can
-   * tell, stopped by it: the outcome says denied, with the first. */
-  if (out->state == CORRAL_STATE_FAILED && out->kind == CORRAL_KIND_APPLICATION_FAILURE &&
-      !out->denial.present && out->ndenials) {
-    corral_denial *f = &out->denials[0];
-    out->state = CORRAL_STATE_DENIED;
-    out->kind = CORRAL_KIND_ENFORCEMENT_DENIED;
-    out->denial = *f;
-    out->denial.capability.scope = strdup(f->capability.scope);
-    out->denial.reason = strdup(f->reason);
-    free(out->message);
-    out->message = strdup(f->reason);
-  }
+  out->denials_dropped += p->dropped;
+  outcome_denied_after_refusal(out);
   return 0;
 }
 

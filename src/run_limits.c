@@ -281,14 +281,23 @@ static int write_small(const char *path, int64_t value) {
   return w == n ? 0 : -1;
 }
 
-void limits_init_spawned(void) {
+int limits_init_spawning(void) {
+  /* Opened before init's calls are watched (refusals.c): init must not
+   * open a file for writing once they are, it would wait on itself. */
+  return getpid() != 1 ? open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC) : -1;
+}
+
+void limits_init_spawned(int fd) {
   /* 0 again, as it was (not below the minimum it was given: that needs a
    * privilege) — where it can: without a pid namespace, init killed first
    * would leave no one to end the command's tree.  In one, init's /proc
    * entries are root's by now (it is not dumpable) and it stays preferred
    * with the command: there its death ends the whole namespace. */
-  if (getpid() != 1)
-    write_small("/proc/self/oom_score_adj", 0);
+  if (fd >= 0) {
+    ssize_t w = write(fd, "0\n", 2);
+    (void)w;
+    close(fd);
+  }
 }
 
 /* The lowest pid_max the kernel takes (RESERVED_PIDS + 1). */

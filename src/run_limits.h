@@ -73,8 +73,10 @@ const char *limits_mechanism(const struct run_limits *rl, corral_limit which);
 /* First thing in init: the pid namespace's pid_max, and the OOM killer's
  * preference.  0, or -1 after reporting the failed step. */
 int limits_init_apply(const struct run_limits *rl, int report_fd);
-/* In init once the command is spawned: its own OOM preference given back. */
-void limits_init_spawned(void);
+/* In init once the command is spawned: its own OOM preference given back,
+ * through what limits_init_spawning opened before. */
+int limits_init_spawning(void);
+void limits_init_spawned(int fd);
 /* In init before the command starts: RLIMIT_NPROC (inherited by it). */
 void limits_init_nproc(const struct run_limits *rl);
 /* In the command's process before execve: the other rlimits. */

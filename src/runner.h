@@ -36,4 +36,13 @@ void conclude_outcome(struct corral_adapter *ad, launch_plan *plan, struct repor
                       const struct run_facts *facts, const char *command_name,
                       corral_outcome *out, char *note, size_t notelen);
 
+/* Appends a refusal to out->denials (copies of scope and reason), from
+ * the platform's sandbox, recoverable by approval when `recoverable`.
+ * 0 or -ENOMEM. */
+int outcome_add_denial(corral_outcome *out, corral_capability_kind kind, const char *scope,
+                       const char *reason, bool recoverable, long count);
+/* A command that failed after a refusal was, as far as anyone can tell,
+ * stopped by it: the outcome says denied, with the first. */
+void outcome_denied_after_refusal(corral_outcome *out);
+
 #endif

@@ -32,7 +32,7 @@ struct observation *observe_begin(struct watcher *w, const char *root);
  * scans): a caller that waits for the command polls its descriptor and
  * applies what comes with watcher_process. */
 struct watcher *observe_watcher(const struct observation *o);
-/* What the run did may have gone unheard (a hard link made: link_watch.c):
+/* What the run did may have gone unheard (a hard link made: refusals.c):
  * its report compares every indexed file. */
 void observe_unsure(struct observation *o);
 /* Fills out->changes (or changes_skipped, and changes_scanned when the

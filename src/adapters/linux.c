@@ -122,6 +122,19 @@ static int linux_prepare(corral_adapter *ad, const corral_request *req, launch_p
   plan->watch_links = true; /* no_new_privs is set by step 6 */
   plan->own_dev = true; /* mounts.c builds it, with a devpts of its own */
   plan->proxy = lp->profile.network_filter ? lp->profile.net : NULL;
+  /* The walls here are mounts: a write is refused where the mount is
+   * read-only, which init can ask the kernel. */
+  lp->refusals = (struct refusal_plan){
+      .write_roots = lp->profile.write_roots.v,
+      .nwrite_roots = lp->profile.write_roots.n,
+      .read_only = lp->profile.deny_write.v,
+      .nread_only = lp->profile.deny_write.n,
+      .protected_names = lp->profile.protected_names.v,
+      .nprotected = lp->profile.protected_names.n,
+      .network_closed = !lp->profile.network_allow,
+      .network_filter = lp->profile.network_filter,
+  };
+  plan->refusals = &lp->refusals;
   if (enforcement_set(enf, "linux", CORRAL_LEVEL_NATIVE, NULL) < 0)
     return error_set(err, -ENOMEM, ENOMEM, "out of memory");
   return 0;

@@ -57,6 +57,7 @@ struct linux_plan {
   struct path_list read_allow; /* landlock-only: where reading is allowed */
   char mask_cache[4096];       /* views' masks made once (mounts.c), or "" */
   void *mount_tables;          /* mounts.c's, sized by mounts_prepare */
+  struct refusal_plan refusals; /* what init checks the command's writes against */
 };
 
 /* namespaces.c */

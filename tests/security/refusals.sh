@@ -1,0 +1,119 @@
+# What the sandbox refused: each case attempts a write or a connection the
+# sandbox stops, and asserts the outcome lists exactly the expected record
+# (kind, scope, reason) and nothing else, and that nothing changed on the
+# host.  The records come from init's observer (refusals.c); the walls
+# stay the kernel's.  Run as root and as an unprivileged user.
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../lib.sh"
+. "$here/as_user.sh"
+run_as_user_if_asked refusals.sh
+
+ws=$(mktemp -d "$HOME/corral-refusals-XXXXXX")
+trap 'rm -rf "$ws"' EXIT
+cd "$ws"
+# records ARGS... -- CMD: runs `corral run --json ARGS -- sh -c CMD`; prints
+# the state, then one line per record: "kind scope count|reason".
+records() {
+  local args=()
+  while [ "$1" != -- ]; do args+=("$1"); shift; done
+  shift
+  "$CORRAL" run --json "${args[@]}" -- sh -c "$1" 2>/dev/null | python3 -c 'import json, sys
+o = json.load(sys.stdin)["outcome"]
+print(o["state"], o.get("denialsDropped", 0))
+for d in o.get("denials", []):
+    print("%s %s %d|%s" % (d["capability"]["kind"], d["capability"]["scope"], d.get("count", 1),
+                           d["reason"]))'
+}
+# Where nothing outside a write root exists to begin with.
+probe_path=/etc/corral-refusal-$$
+expect_absent "$probe_path"
+
+t "a write outside the write roots: one record, and the command denied"
+out=$(records -- "echo x > $probe_path")
+expect_eq "denied 0
+workspace_write /etc 1|denied write to $probe_path (outside the write roots; allow with --allow-write /etc)" "$out"
+expect_absent "$probe_path"
+
+t "the same refusal three times is one record, counted; exit 0 stays completed"
+out=$(records -- "for i in 1 2 3; do echo x > $probe_path; done 2>/dev/null; true")
+expect_eq "completed 0
+workspace_write /etc 3|denied write to $probe_path (outside the write roots; allow with --allow-write /etc)" "$out"
+
+t "a write under a --deny-write path inside the workspace"
+mkdir -p locked
+out=$(records --deny-write "$ws/locked" -- "echo x > locked/f")
+expect_eq "denied 0
+workspace_write $ws/locked 1|denied write to $ws/locked/f (read-only inside the write roots)" "$out"
+expect_absent "$ws/locked/f"
+
+t "a write to .git/hooks: protected metadata"
+mkdir -p .git/hooks && touch .git/config .git/HEAD
+out=$(records -- "echo evil > .git/hooks/pre-commit")
+expect_eq "denied 0
+protected_metadata $ws/.git/hooks 1|denied write to $ws/.git/hooks/pre-commit (protected metadata; allow with --allow-protected $ws/.git)" "$out"
+expect_absent "$ws/.git/hooks/pre-commit"
+
+t "a rename out of the workspace"
+echo data > moved
+out=$(records -- "python3 -c 'import os; os.rename(\"moved\", \"/etc/corral-moved-$$\")'")
+expect_eq "denied 0
+workspace_write /etc 1|denied rename /etc/corral-moved-$$ (outside the write roots; allow with --allow-write /etc)" "$out"
+expect_eq data "$(cat moved)" "the file left in place"
+expect_absent "/etc/corral-moved-$$"
+
+t "a path through a chain of symlinks: the resolved target is reported"
+ln -sfn l2 l1 && ln -sfn /usr l2
+out=$(records -- "echo x > l1/corral-chain-$$")
+expect_eq "denied 0
+workspace_write /usr 1|denied write to /usr/corral-chain-$$ (outside the write roots; allow with --allow-write /usr)" "$out"
+expect_absent "/usr/corral-chain-$$"
+
+t "a connection to an address of this machine with the network denied"
+host_ip=$(ip -4 -o addr show scope global 2>/dev/null | awk '{sub("/.*", "", $4); print $4; exit}')
+if [ -n "$host_ip" ]; then
+  out=$(records -- "python3 -c '
+import socket
+s = socket.socket()
+try: s.connect((\"$host_ip\", 9))
+except OSError: raise SystemExit(1)'")
+  expect_eq "denied 0
+external_network $host_ip:9 1|denied connect $host_ip:9 (the network is closed; allow with --network allow)" "$out"
+else
+  pass # no global address here
+fi
+
+t "loopback, binds to any address and writes in the write roots give no record"
+out=$(records -- "python3 -c '
+import socket
+s = socket.socket(); s.bind((\"0.0.0.0\", 0)); s.listen()
+c = socket.socket(); c.connect(s.getsockname())
+open(\"/tmp/corral-refusals-$$\", \"w\").write(\"x\")'; rm -f /tmp/corral-refusals-$$")
+expect_eq "completed 0" "$out"
+
+t "a command that writes 10,000 files in the workspace gives no record"
+out=$(records -- "python3 -c '
+import os
+os.mkdir(\"many\")
+for i in range(10000):
+    with open(\"many/f%d\" % i, \"w\") as f: f.write(\"x\")
+os.system(\"rm -rf many\")'")
+expect_eq "completed 0" "$out"
+
+t "a flood of 100,000 refused writes: a bounded outcome"
+out=$(records -- "python3 -c '
+import os
+dirs = [d for d, _, _ in os.walk(\"/usr/share\")][:1000]
+for i in range(100000):
+    try: open(\"%s/corral-flood-$$\" % dirs[i % len(dirs)], \"w\")
+    except OSError: pass'")
+expect_eq 33 "$(printf '%s\n' "$out" | wc -l)" "lines: the state, then 32 records"
+dropped=$(printf '%s\n' "$out" | head -1 | cut -d' ' -f2)
+[ "$dropped" -gt 0 ] && pass || fail "no refusals said to be dropped: $out"
+expect_contains "$(printf '%s\n' "$out" | sed -n 2p)" "workspace_write /usr/share "
+
+t "corral run without --json says each refusal in one line on stderr, after the output"
+err=$("$CORRAL" run -- sh -c "echo out; echo x > $probe_path" 2>&1 >/dev/null)
+expect_contains "$err" "corral: denied write to $probe_path (outside the write roots; allow with --allow-write /etc)"
+expect_absent "$probe_path"
+
+finish
