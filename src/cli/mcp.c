@@ -16,6 +16,8 @@
 #include <poll.h>
 #include <sys/epoll.h>
 #include <sys/uio.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
@@ -136,6 +138,24 @@ static int widen_check(const corral_policy *policy, const corral_capability *c, 
       snprintf(why, whylen,
                "the policy denies %s by name (a deny entry): a grant does not lift that",
                c->scope);
+      return -1;
+    }
+    /* An address the proxy's guard refuses stays refused by name too. */
+    struct sockaddr_storage ss = {0};
+    struct sockaddr_in *in4 = (struct sockaddr_in *)&ss;
+    struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+    if (inet_pton(AF_INET, host, &in4->sin_addr) == 1)
+      in4->sin_family = AF_INET;
+    else if (inet_pton(AF_INET6, host, &in6->sin6_addr) == 1)
+      in6->sin6_family = AF_INET6;
+    const char *guard = ss.ss_family ? net_address_check(&policy->net, (struct sockaddr *)&ss,
+                                                         NULL, 0)
+                                     : NULL;
+    if (guard) {
+      snprintf(why, whylen,
+               "%s is %s, which the proxy refuses whatever the names allow (--allow-address "
+               "does, not a grant)",
+               host, guard);
       return -1;
     }
     if (!no && policy->network_filter) {

@@ -457,6 +457,7 @@ test("bad request_capabilities are the tool's errors, each named", async () => {
     [[{ kind: "workspace_write", scope: join(ws, ".git", "hooks") }], /ask for protected_metadata/],
     [[{ kind: "external_network", scope: "*.example.org:443" }], /host:port/],
     [[{ kind: "external_network", scope: "good.test" }], /host:port/],
+    [[{ kind: "external_network", scope: "10.0.0.1:80" }], /private address, which the proxy refuses/],
     [Array.from({ length: 5 }, (_, i) => ({ kind: "workspace_write", scope: `/var/tmp/d${i}` })), /at most 4/],
     [[], /non-empty array/],
     ["workspace_write", /non-empty array/],
