@@ -8,13 +8,15 @@
  *      -32602 bad params) or, for a problem with a valid call (an unknown
  *      session), a tool result with isError and the problem named;
  *   2. the client cannot loosen the sandbox: no tool argument reaches the
- *      policy; workdir must lie inside a workspace root;
+ *      policy (a capability an agent asks for is the user's to grant, through
+ *      the client: approval.c); workdir must lie inside a workspace root;
  *   3. notifications are never answered; a cancelled call is not either.
  */
 #include <limits.h>
 #include <stdio.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../internal.h"
 #include "../json_util.h"
@@ -38,6 +40,9 @@ struct mcp_pending {
   bool dropped;
   bool started_command; /* an exec_command: its cancellation ends the command */
   unsigned batch;        /* the batch it was asked in, or 0 */
+  json_t *args;          /* an exec_command whose refusal may be offered to the user */
+  json_t *approval;      /* a run the user approved: the record for its result */
+  char *note;            /* and the line its text starts with */
 };
 
 /* ------------------------------------------------------------ sending */
@@ -106,6 +111,9 @@ static void reply(struct mcp_server *s, json_t *id, json_t *result) {
   send_json(s, json_pack("{s:s,s:O,s:o}", "jsonrpc", "2.0", "id", id, "result", result));
 }
 
+void mcp_send(struct mcp_server *s, json_t *msg) { send_json(s, msg); }
+void mcp_reply(struct mcp_server *s, json_t *id, json_t *result) { reply(s, id, result); }
+
 static void reply_error(struct mcp_server *s, json_t *id, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 static void reply_error(struct mcp_server *s, json_t *id, int code, const char *fmt, ...) {
@@ -124,15 +132,26 @@ static json_t *text_result(const char *text, bool is_error) {
                    is_error);
 }
 
+static void tool_error_v(struct mcp_server *s, json_t *id, const char *fmt, va_list ap) {
+  char msg[1200];
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  reply(s, id, text_result(msg, true));
+}
+
 static void tool_error(struct mcp_server *s, json_t *id, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void tool_error(struct mcp_server *s, json_t *id, const char *fmt, ...) {
-  char msg[1200];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  tool_error_v(s, id, fmt, ap);
   va_end(ap);
-  reply(s, id, text_result(msg, true));
+}
+
+void mcp_tool_error(struct mcp_server *s, json_t *id, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  tool_error_v(s, id, fmt, ap);
+  va_end(ap);
 }
 
 /* ------------------------------------------------------------ tools */
@@ -166,6 +185,30 @@ static json_t *tools_list(void) {
       "max_output_tokens", "type", "integer", "minimum", 1, "maximum", 200000, "description",
       "output budget in tokens of 4 bytes (default 10000)", "required", "cmd", "outputSchema",
       result_schema);
+  /* Asking for more than the sandbox gives: the user decides, through the
+   * client (elicitation), each capability of exactly one scope. */
+  json_t *exec_props = json_object_get(json_object_get(exec, "inputSchema"), "properties");
+  json_object_set_new(
+      exec_props, "request_capabilities",
+      json_pack("{s:s,s:i,s:i,s:{s:s,s:{s:{s:s,s:[s,s,s]},s:{s:s,s:s}},s:[s,s],s:b},s:s}",
+                "type", "array", "minItems", 1, "maxItems", MCP_REQUEST_CAPABILITIES_MAX,
+                "items", "type", "object", "properties", "kind", "type", "string", "enum",
+                "workspace_write", "external_network", "protected_metadata", "scope", "type",
+                "string", "description",
+                "workspace_write, protected_metadata: an absolute path; external_network: "
+                "host:port",
+                "required", "kind", "scope", "additionalProperties", false, "description",
+                "capabilities beyond the sandbox this command needs, each of one exact scope "
+                "(a refused run's result names them); the user is asked before it runs, "
+                "which needs a client that supports elicitation"));
+  json_object_set_new(exec_props, "justification",
+                      json_pack("{s:s,s:i,s:s}", "type", "string", "maxLength",
+                                MCP_JUSTIFICATION_MAX, "description",
+                                "why the command needs request_capabilities, shown to the user "
+                                "as the agent's words"));
+  json_t *out_props = json_object_get(result_schema, "properties");
+  json_object_set_new(out_props, "approval", json_pack("{s:s}", "type", "object"));
+  json_object_set_new(out_props, "approvalNeeded", json_pack("{s:s}", "type", "object"));
   json_t *write = json_pack(
       "{s:s,s:s,s:{s:s,s:{s:{s:s,s:i,s:s},s:{s:s,s:s},s:{s:s,s:s},s:{s:s,s:i,s:i,s:s},"
       "s:{s:s,s:i,s:i,s:s}},s:[s]},s:O}",
@@ -271,16 +314,14 @@ static void add(char *buf, size_t size, size_t *n, const char *fmt, ...) {
     *n = *n + (size_t)w < size ? *n + (size_t)w : size - 1;
 }
 
-/* The answer to exec_command / write_stdin. */
-static void send_session_result(struct mcp_server *s, json_t *id, struct mcp_pending *p,
-                                const corral_session_result *last) {
+/* The answer to exec_command / write_stdin, or NULL (out of memory). */
+static json_t *session_result(struct mcp_server *s, struct mcp_pending *p,
+                              const corral_session_result *last) {
   double wall = (double)(mono_ms() - p->started) / 1000.0;
   size_t flen = 0;
   char *formatted = mcp_format_output(p->out ? p->out : "", p->len, p->max_bytes, p->dropped, &flen);
-  if (!formatted) {
-    reply_error(s, id, -32603, "out of memory");
-    return;
-  }
+  if (!formatted)
+    return NULL;
   const corral_outcome *o = &last->outcome;
   char head[8192];
   size_t n = 0;
@@ -307,6 +348,7 @@ static void send_session_result(struct mcp_server *s, json_t *id, struct mcp_pen
   }
   if (o->denials_dropped)
     add(head, sizeof head, &n, "And %ld more refusals not listed\n", o->denials_dropped);
+  json_t *needed = last->exited ? mcp_approval_hint(s, o, head, sizeof head, &n) : NULL;
   if (n + 10 > sizeof head)
     n = sizeof head - 10;
   snprintf(head + n, sizeof head - n, "Output:\n");
@@ -321,15 +363,38 @@ static void send_session_result(struct mcp_server *s, json_t *id, struct mcp_pen
       last->exited ? json_null() : json_integer(p->session), "wallTimeSeconds", wall, "exitCode",
       last->exited ? json_integer(corral_outcome_exit_code(o)) : json_null(), "output", formatted,
       flen, "outputDropped", p->dropped, "outcome", outcome_value(o));
+  if (needed && structured)
+    json_object_set_new(structured, "approvalNeeded", needed);
+  else
+    json_decref(needed);
   json_t *result = json_pack("{s:[{s:s,s:s}],s:o,s:b}", "content", "type", "text", "text",
                              text ? text : "", "structuredContent", structured, "isError", false);
-  reply(s, id, result);
   free(text);
   free(formatted);
+  return result;
+}
+
+/* Sends a call's result, unless its refusal becomes a question to the user
+ * (who then decides what is sent: approval.c). */
+static void send_session_result(struct mcp_server *s, json_t *id, struct mcp_pending *p,
+                                const corral_session_result *last) {
+  json_t *result = session_result(s, p, last);
+  if (!result) {
+    reply_error(s, id, -32603, "out of memory");
+    return;
+  }
+  if (p->approval || p->note)
+    mcp_approval_annotate(result, p->note, p->approval);
+  if (p->args && last->exited && mcp_approval_offer(s, id, p->args, &last->outcome, result))
+    return;
+  reply(s, id, result);
 }
 
 static void pending_free(struct mcp_pending *p) {
   json_decref(p->id);
+  json_decref(p->args);
+  json_decref(p->approval);
+  free(p->note);
   free(p->out);
 }
 
@@ -339,7 +404,7 @@ static void settle(struct mcp_server *s, json_t *id, struct mcp_pending *p,
   pending_append(p, r);
   if (r->exited || r->session_id == 0 || !p->session) {
     send_session_result(s, id, p, r);
-    free(p->out);
+    pending_free(p);
     return;
   }
   if (s->npending == s->cap) {
@@ -347,7 +412,7 @@ static void settle(struct mcp_server *s, json_t *id, struct mcp_pending *p,
     struct mcp_pending *g = realloc(s->pending, cap * sizeof *g);
     if (!g) {
       send_session_result(s, id, p, r);
-      free(p->out);
+      pending_free(p);
       return;
     }
     s->pending = g;
@@ -398,7 +463,7 @@ static bool simple_command(corral_request *req, const char *line) {
   return simple;
 }
 
-static void exec_command(struct mcp_server *s, json_t *id, json_t *args) {
+void mcp_exec(struct mcp_server *s, json_t *id, json_t *args, const struct mcp_run *run) {
   json_t *cmd = json_object_get(args, "cmd");
   if (!json_is_string(cmd) || str_blank(json_string_value(cmd)) ||
       strlen(json_string_value(cmd)) != json_string_length(cmd)) {
@@ -418,6 +483,17 @@ static void exec_command(struct mcp_server *s, json_t *id, json_t *args) {
                "changes booleans, workdir a string");
     return;
   }
+  json_t *asks = json_object_get(args, "request_capabilities"),
+         *justification = json_object_get(args, "justification");
+  if (json_is_null(asks))
+    asks = NULL;
+  if (json_is_null(justification))
+    justification = NULL;
+  if (!run && justification && !asks) {
+    tool_error(s, id, "exec_command: `justification` explains `request_capabilities`: give both "
+                      "or neither");
+    return;
+  }
   char dir[PATH_MAX * 2];
   const char *wd = json_is_string(workdir) ? json_string_value(workdir) : "";
   if (wd[0] == '/')
@@ -431,6 +507,25 @@ static void exec_command(struct mcp_server *s, json_t *id, json_t *args) {
     free(real);
     return;
   }
+  if (!run && asks) { /* the user decides first; approval.c runs it, or says why not */
+    free(real);
+    mcp_approval_request(s, id, args, asks, justification);
+    return;
+  }
+  /* Grants of this session (and the run's own) widen the policy exactly
+   * that far: an adapter of their own, made once and kept. */
+  const corral_capability *once = run ? run->once : NULL;
+  size_t nonce = run ? run->nonce : 0;
+  corral_adapter *adapter = s->adapter;
+  if (adapter && (nonce || s->ngranted)) {
+    char why[1024] = "";
+    adapter = mcp_approval_adapter(s, once, nonce, why, sizeof why);
+    if (!adapter) {
+      free(real);
+      tool_error(s, id, "exec_command: the approved capability cannot be applied: %s", why);
+      return;
+    }
+  }
   corral_request req;
   corral_request_init(&req);
   req.origin = CORRAL_ORIGIN_MCP_SERVER;
@@ -443,10 +538,11 @@ static void exec_command(struct mcp_server *s, json_t *id, json_t *args) {
   free(real);
   for (size_t i = 0; i < s->nroots; i++)
     corral_request_add_workspace_root(&req, s->roots[i]);
+  mcp_approval_fill(s, once, nonce, &req);
   corral_session_options o;
   corral_session_options_init(&o);
   o.request = &req;
-  o.adapter = s->adapter;
+  o.adapter = adapter;
   o.tty = json_is_true(tty);
   o.yield_ms = 0; /* the wait happens in the loop, so a cancel can come */
   o.flags = json_is_false(changes) ? 0 : CORRAL_RUN_CHANGES;
@@ -455,9 +551,16 @@ static void exec_command(struct mcp_server *s, json_t *id, json_t *args) {
   p.deadline = p.started + clampl(yield, 250, 30000);
   corral_session_result r;
   corral_error err = {0};
-  if (corral_session_start(s->sessions, &o, &r, &err) < 0)
+  if (!run) {
+    p.args = json_incref(args);
+  } else {
+    p.approval = json_incref(run->approval);
+    p.note = run->note ? strdup(run->note) : NULL;
+  }
+  if (corral_session_start(s->sessions, &o, &r, &err) < 0) {
     tool_error(s, id, "exec_command: %s", err.message);
-  else {
+    pending_free(&p);
+  } else {
     p.session = r.session_id;
     settle(s, id, &p, &r);
   }
@@ -601,7 +704,7 @@ static void tools_call(struct mcp_server *s, json_t *id, json_t *params) {
     args = empty = json_object();
   const char *tool = json_string_value(name);
   if (strcmp(tool, "exec_command") == 0)
-    exec_command(s, id, args);
+    mcp_exec(s, id, args, NULL);
   else if (strcmp(tool, "write_stdin") == 0)
     write_stdin(s, id, args);
   else if (strcmp(tool, "list_sessions") == 0)
@@ -626,6 +729,13 @@ static void initialize(struct mcp_server *s, json_t *id, json_t *params) {
     if (strcmp(json_string_value(v), versions[i]) == 0)
       chosen = versions[i];
   snprintf(s->protocol, sizeof s->protocol, "%s", chosen);
+  /* Elicitation came with 2025-06-18; in form mode (an empty object is
+   * form mode, as the version that added `url` says). */
+  json_t *caps = json_object_get(params, "capabilities");
+  json_t *eli = json_is_object(caps) ? json_object_get(caps, "elicitation") : NULL;
+  s->can_elicit = json_is_object(eli) &&
+                  (json_object_size(eli) == 0 || json_is_object(json_object_get(eli, "form"))) &&
+                  strcmp(chosen, "2025-06-18") >= 0;
   reply(s, id,
         json_pack("{s:s,s:{s:{s:b}},s:{s:s,s:s},s:s}", "protocolVersion", chosen, "capabilities",
                   "tools", "listChanged", false, "serverInfo", "name", "corral", "version",
@@ -639,6 +749,8 @@ static void initialize(struct mcp_server *s, json_t *id, json_t *params) {
  * (the client never learnt its id).  A cancelled poll leaves it running. */
 static void cancelled(struct mcp_server *s, json_t *params) {
   json_t *rid = json_object_get(params, "requestId");
+  if (rid && mcp_approval_cancel(s, rid))
+    return; /* it waited for the user: the question is withdrawn */
   for (size_t i = 0; rid && i < s->npending; i++)
     if (json_equal(s->pending[i].id, rid)) {
       bool ours = s->pending[i].started_command;
@@ -724,7 +836,9 @@ static void handle_message(struct mcp_server *s, json_t *msg) {
                     ? "not a JSON-RPC request object (batches: only under 2025-03-26)"
                     : "not a JSON-RPC request object");
   } else if (!method && (json_object_get(msg, "result") || json_object_get(msg, "error"))) {
-    /* a response to a request we never sent: nothing to do */
+    /* An answer to one of our questions (approval.c); one to a request we
+     * never sent, or no longer wait for, is dropped. */
+    mcp_approval_answer(s, msg);
   } else if (!json_is_string(json_object_get(msg, "jsonrpc")) ||
              strcmp(json_string_value(json_object_get(msg, "jsonrpc")), "2.0") != 0 ||
              !json_is_string(method) ||
@@ -763,6 +877,7 @@ static void handle_message(struct mcp_server *s, json_t *msg) {
 void mcp_tick(struct mcp_server *s) { mcp_tick_until(s, mono_ms()); }
 
 void mcp_tick_until(struct mcp_server *s, int64_t now) {
+  mcp_approval_tick(s, now);
   for (size_t i = 0; i < s->npending;) {
     struct mcp_pending *p = &s->pending[i];
     int running = corral_session_running(s->sessions, p->session);
@@ -792,7 +907,7 @@ void mcp_tick_until(struct mcp_server *s, int64_t now) {
 }
 
 int mcp_timeout(const struct mcp_server *s) {
-  int64_t now = mono_ms(), best = -1;
+  int64_t now = mono_ms(), best = mcp_approval_deadline(s);
   for (size_t i = 0; i < s->npending; i++)
     if (best < 0 || s->pending[i].deadline < best)
       best = s->pending[i].deadline;
@@ -809,6 +924,13 @@ int mcp_server_init(struct mcp_server *s, corral_adapter *adapter, char **roots,
   s->roots = roots;
   s->nroots = nroots;
   s->shell = shell;
+  s->approval_timeout_ms = MCP_APPROVAL_TIMEOUT_MS;
+  s->next_request = 1;
+  /* One approval session per server process: what its users granted. */
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  snprintf(s->approval_id, sizeof s->approval_id, "corral-mcp-%ld-%lld", (long)getpid(),
+           (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
   return 0;
 }
 
@@ -820,5 +942,6 @@ void mcp_server_close(struct mcp_server *s) {
     json_decref(s->batches[i].waiting), json_decref(s->batches[i].answers);
   free(s->batches);
   corral_sessions_free(s->sessions);
+  mcp_approval_close(s); /* after the sessions: their adapters outlive them */
   memset(s, 0, sizeof *s);
 }

@@ -109,6 +109,55 @@ t "sandboxed"
 expect_contains "$(get 8 result.structuredContent.output)" "Read-only file system"
 expect_absent /etc/corral-mcpsh
 
+t "approvals, raw: a client's error, an id never asked, an accept naming no choice, EOF while asked"
+init='{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"elicitation":{}},"clientInfo":{"name":"sh","version":"1"}}}'
+mk() { printf '{"jsonrpc":"2.0","id":"%s","method":"tools/call","params":{"name":"exec_command","arguments":{"cmd":"mkdir %s"}}}\n' "$1" "$2"; }
+aout=$( { printf '%s\n' "$init"; mk a .agents; sleep 1
+  printf '%s\n' '{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"Method not found"}}' \
+    '{"jsonrpc":"2.0","id":77,"result":{"action":"accept","content":{"allow":"session"}}}' \
+    '{"jsonrpc":"2.0","id":"1","result":{"action":"accept","content":{"allow":"session"}}}' \
+    '{"jsonrpc":"2.0","id":5,"method":"ping"}'
+  mk b .corral; sleep 1
+  printf '%s\n' '{"jsonrpc":"2.0","id":2,"result":{"action":"accept"}}'
+  mk c .agents; sleep 1; } | timeout 30 "$CORRAL" mcp --workspace "$ws"); rc=$?
+expect_eq 0 $rc "the server lived"
+aget() { printf '%s\n' "$aout" | python3 -c "
+import sys, json
+for l in sys.stdin:
+    m = json.loads(l)
+    if m.get('id') == $1 and ('method' in m) == $2:
+        v = m
+        for k in '$3'.split('.'):
+            v = v[int(k)] if isinstance(v, list) else v.get(k) if isinstance(v, dict) else None
+        print(json.dumps(v) if isinstance(v, (dict, list, bool)) or v is None else v)"; }
+expect_eq elicitation/create "$(aget 1 True method)"
+expect_contains "$(aget 1 True params.message)" "Allow \`mkdir .agents\` to write $ws/.agents, which corral protects"
+expect_eq '["once", "session", "no"]' "$(aget 1 True params.requestedSchema.properties.allow.enum)"
+expect_eq error "$(aget '"a"' False result.structuredContent.approval.answer)"
+expect_contains "$(aget '"a"' False result.content.0.text)" "the client could not ask the user (error -32601: Method not found)"
+expect_eq denied "$(aget '"a"' False result.structuredContent.outcome.state)"
+expect_eq '{}' "$(aget 5 False result)" "answers to ids never asked change nothing"
+expect_eq declined "$(aget '"b"' False result.structuredContent.approval.answer)"
+expect_contains "$(aget '"b"' False result.content.0.text)" "with no choice of once or session"
+expect_absent "$ws/.agents"
+expect_absent "$ws/.corral"
+# "c" was asked (id 3) and stdin ended: answered, as no, before the exit.
+expect_eq "no answer" "$(aget '"c"' False result.structuredContent.approval.answer)"
+expect_contains "$(aget '"c"' False result.content.0.text)" "the client went away before the user answered"
+expect_eq notifications/cancelled "$(printf '%s\n' "$aout" | python3 -c '
+import sys, json
+print([m for m in map(json.loads, sys.stdin) if m.get("method") == "notifications/cancelled" and m["params"]["requestId"] == 3][0]["method"])')"
+
+t "approvals, raw: 2025-11-25 titles the choices with oneOf; 2025-03-26 has no elicitation"
+nout=$( { printf '%s\n' "${init/2025-06-18/2025-11-25}"; mk a .agents; sleep 1
+  printf '%s\n' '{"jsonrpc":"2.0","id":1,"result":{"action":"decline"}}'; sleep 0.3; } |
+  timeout 30 "$CORRAL" mcp --workspace "$ws")
+expect_contains "$nout" '"oneOf":[{"const":"once","title":"Yes, this once"}'
+expect_contains "$nout" '"answer":"declined"'
+oout=$(printf '%s\n' "${init/2025-06-18/2025-03-26}" "$(mk a .agents)" | timeout 30 "$CORRAL" mcp --workspace "$ws")
+expect_not_contains "$oout" elicitation/create
+expect_contains "$oout" "This client cannot ask the user"
+
 t "SIGTERM stops every session and exits 0"
 fifo=$(mktemp -u); mkfifo "$fifo"
 "$CORRAL" mcp --workspace "$ws" < "$fifo" > "$ws/out.jsonl" & sp=$!
