@@ -293,12 +293,54 @@ static void test_limit_records(void **state) {
   assert_false(b.readable);
 }
 
+/* Refusal records: the name is length-prefixed (it may hold spaces), the
+ * scope is the rest; anything else makes the report unreadable. */
+static void test_refusal_records(void **state) {
+  (void)state;
+  struct report_record rec;
+  memset(&rec, 0, sizeof rec);
+  rec.magic = REPORT_MAGIC;
+  rec.type = REPORT_REFUSED;
+  rec.value = CORRAL_CAP_WORKSPACE_WRITE;
+  rec.aux = 3;
+  strcpy(rec.text, "1 write 5 a b c /etc/x y");
+  launch_report r = {0};
+  launch_report_parse(&r, &rec, sizeof rec);
+  assert_true(r.readable);
+  assert_int_equal(r.nrefused, 1);
+  assert_string_equal(r.refused[0].name, "a b c");
+  assert_string_equal(r.refused[0].scope, "/etc/x y");
+  assert_int_equal(r.refused[0].count, 3);
+  assert_int_equal(r.refused[0].why, REFUSED_OUTSIDE);
+  const char *bad[] = {"1 write 9 a /etc", "1 write 0 ", "9 write 0  /etc", "1 write x /etc",
+                       "0 write 0  /etc", "1 write 1 a/etc", ""};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    launch_report b = {0};
+    strcpy(rec.text, bad[i]);
+    launch_report_parse(&b, &rec, sizeof rec);
+    assert_false(b.readable);
+  }
+  rec.aux = 0; /* never refused, yet recorded */
+  strcpy(rec.text, "1 write 0  /etc");
+  launch_report b = {0};
+  launch_report_parse(&b, &rec, sizeof rec);
+  assert_false(b.readable);
+  rec.value = 0; /* the count of those dropped */
+  rec.aux = 7;
+  strcpy(rec.text, "");
+  launch_report d = {0};
+  launch_report_parse(&d, &rec, sizeof rec);
+  assert_true(d.readable);
+  assert_int_equal(d.refused_dropped, 7);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_request_valid), cmocka_unit_test(test_request_rules),
       cmocka_unit_test(test_outcome_rules), cmocka_unit_test(test_enum_names),
       cmocka_unit_test(test_exit_codes), cmocka_unit_test(test_limits_parse),
       cmocka_unit_test(test_limit_round_trip), cmocka_unit_test(test_limit_records),
+      cmocka_unit_test(test_refusal_records),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
