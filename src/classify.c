@@ -20,6 +20,7 @@
 
 #include "adapter.h"
 #include "internal.h"
+#include "json_util.h"
 #include "runner.h"
 
 static int set_message(corral_outcome *out, const char *fmt, ...)
@@ -251,32 +252,31 @@ static int add_refusals(const launch_report *rep, corral_outcome *out) {
     const struct launch_refusal *f = &rep->refused[i];
     bool cut = strlen(f->scope) == REFUSAL_SCOPE_MAX - 1 &&
                strcmp(f->scope + REFUSAL_SCOPE_MAX - 4, "...") == 0;
+    /* The names are the command's: controls and bytes that are not UTF-8
+     * shown as \xNN, here once for every reader (JSON, the model, a
+     * question to the user).  A scope shown so is not the path: never
+     * offered as a grant. */
+    char scope[REFUSAL_SCOPE_MAX * 4], name[REFUSAL_NAME_MAX * 4];
+    cut |= !text_for_terminal(f->scope, scope, sizeof scope);
+    text_for_terminal(f->name, name, sizeof name);
     bool net = f->kind == CORRAL_CAP_EXTERNAL_NETWORK;
     char reason[REFUSAL_SCOPE_MAX * 2 + 200], allow[REFUSAL_SCOPE_MAX + 64] = "";
     const char *why = "";
     switch (f->why) {
     case REFUSED_OUTSIDE:
       why = "outside the write roots";
-      snprintf(allow, sizeof allow, "--allow-write %s", f->scope);
+      snprintf(allow, sizeof allow, "--allow-write %s", scope);
       break;
     case REFUSED_READ_ONLY:
       why = "read-only inside the write roots";
       break;
-    case REFUSED_PROTECTED: {
+    case REFUSED_PROTECTED:
       why = "protected metadata";
-      /* Allowed by the protected directory's path: up to its name. */
-      const char *names[] = {"/.git", "/.agents", "/.corral"};
-      size_t end = 0;
-      for (size_t k = 0; k < ARRAY_SIZE(names); k++) {
-        const char *at = strstr(f->scope, names[k]);
-        size_t len = strlen(names[k]);
-        if (at && (at[len] == '/' || !at[len]) && (!end || (size_t)(at - f->scope) + len < end))
-          end = (size_t)(at - f->scope) + len;
-      }
-      if (end)
-        snprintf(allow, sizeof allow, "--allow-protected %.*s", (int)end, f->scope);
+      snprintf(allow, sizeof allow, "--allow-protected %s", scope);
       break;
-    }
+    case REFUSED_SECRET:
+      why = "a secret store, covered in the sandbox";
+      break;
     case REFUSED_KERNEL:
       why = "the kernel's own files, read-only in the sandbox";
       break;
@@ -290,10 +290,10 @@ static int add_refusals(const launch_report *rep, corral_outcome *out) {
       break;
     }
     snprintf(reason, sizeof reason, "denied %s%s %s%s%s (%s%s%s)", f->op,
-             !net && !strcmp(f->op, "write") ? " to" : "", f->scope,
-             f->name[0] && strcmp(f->scope, "/") ? "/" : "", f->name, why,
+             !net && !strcmp(f->op, "write") ? " to" : "", scope,
+             name[0] && strcmp(scope, "/") ? "/" : "", name, why,
              allow[0] && !cut ? "; allow with " : "", cut ? "" : allow);
-    if (outcome_add_denial(out, (corral_capability_kind)f->kind, f->scope, reason,
+    if (outcome_add_denial(out, (corral_capability_kind)f->kind, scope, reason,
                            allow[0] && !cut, f->count) < 0)
       return -ENOMEM;
   }

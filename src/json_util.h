@@ -36,6 +36,8 @@ size_t utf8_prefix_len(const char *data, size_t len);
  * bytes that are not UTF-8 as \xNN, so that a name cannot move the cursor,
  * erase lines or pass for several. */
 void fputs_for_terminal(const char *s, FILE *f);
+/* The same into out (cut to size); true when s is shown as it is. */
+bool text_for_terminal(const char *s, char *out, size_t size);
 char *base64_encode(const void *data, size_t len);
 
 #endif

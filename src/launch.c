@@ -218,7 +218,7 @@ void launch_report_parse(launch_report *r, const void *buf, size_t len) {
           rec->text[nat++] != ' ' || nlen >= sizeof f->name ||
           strlen(rec->text + nat) < nlen + 1 || rec->text[nat + nlen] != ' ' ||
           (at = nat + (int)nlen + 1, false) ||
-          why < REFUSED_OUTSIDE || why > REFUSED_KERNEL ||
+          why < REFUSED_OUTSIDE || why > REFUSED_SECRET ||
           rec->value >= CORRAL_CAP_UNRESTRICTED || !rec->text[at] ||
           strlen(rec->text + at) >= sizeof f->scope) {
         r->readable = false;

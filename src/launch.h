@@ -56,6 +56,8 @@ struct refusal_plan {
   size_t nread_only;
   char **protected_names; /* a component of these below a root: protected metadata */
   size_t nprotected;
+  char **secrets;     /* the secret stores (deny-read): never a grant's to open */
+  size_t nsecrets;
   bool network_closed; /* nothing beyond loopback */
   bool network_filter; /* names only, through corral's proxy */
 };
@@ -66,6 +68,7 @@ enum refusal_why {
   REFUSED_NET_CLOSED,  /* a connection with the network closed */
   REFUSED_NET_FILTER,  /* a connection not through the proxy */
   REFUSED_KERNEL,      /* a write to the kernel's own files (/proc, /sys) */
+  REFUSED_SECRET,      /* a write in a secret store, covered in the sandbox */
 };
 #define REFUSALS_MAX 32        /* distinct records a run keeps; more are counted */
 #define REFUSAL_SCOPE_MAX 400  /* a longer path is cut, and said to be */

@@ -147,7 +147,7 @@ static const struct call_nr i386_calls[] = {
     {198, C_LCHANGE, ALWAYS, 0, 0},   {227, C_LCHANGE, ALWAYS, 0, 0},
     {236, C_LCHANGE, ALWAYS, 0, 0},   {306, C_CHANGEAT, ALWAYS, 0, 0},
     {452, C_CHANGEAT, ALWAYS, 0, 3},  {298, C_CHANGEAT, ALWAYS, 0, 4},
-    {299, C_CHANGEAT, ALWAYS, 0, 0},  {320, C_CHANGEAT, NONZERO, 1, 3},
+    {299, C_CHANGEAT, ALWAYS, 0, 0},  {320, C_CHANGEAT, NONZERO, 1, 3},  {412, C_CHANGEAT, NONZERO, 1, 3},
     {463, C_XATTRAT, ALWAYS, 0, 0},   {466, C_XATTRAT, ALWAYS, 0, 0},
     {362, C_CONNECT, ALWAYS, 0, 0},   {361, C_BIND, ALWAYS, 0, 0},
     {369, C_SENDTO, NONZERO, 4, 0},   {102, C_SOCKETCALL, SOCKETCALL, 0, 0},
@@ -431,8 +431,8 @@ static bool as_seen(pid_t pid, long dir, const char *path, char *out, size_t siz
     n = snprintf(out, size, "/proc/%d/%s", (int)pid, path + 11);
   else if (strncmp(path, "/proc/thread-self/", 18) == 0)
     n = snprintf(out, size, "/proc/%d/%s", (int)pid, path + 18);
-  else if (path[0] == '/')
-    n = snprintf(out, size, "%s", path);
+  else if (path[0] == '/') /* from its root (a chroot's), not init's */
+    n = snprintf(out, size, "/proc/%d/root%s", (int)pid, path);
   else if ((int)dir == AT_FDCWD)
     n = snprintf(out, size, "/proc/%d/cwd/%s", (int)pid, path);
   else if (dir >= 0 && dir <= INT32_MAX)
@@ -444,6 +444,9 @@ static bool as_seen(pid_t pid, long dir, const char *path, char *out, size_t siz
 
 /* What a refused write's place is to the plan. */
 static int why_refused(const struct refusal_plan *rp, const char *real) {
+  for (size_t i = 0; i < rp->nsecrets; i++)
+    if (path_is_under(real, rp->secrets[i]))
+      return REFUSED_SECRET;
   const char *root = NULL;
   for (size_t i = 0; i < rp->nwrite_roots; i++)
     if (path_is_under(real, rp->write_roots[i]))

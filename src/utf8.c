@@ -31,20 +31,49 @@ static size_t utf8_seq_len(const unsigned char *s, size_t avail) {
   return n;
 }
 
+/* What a person is shown of s at i, into out (at most 4 bytes): a valid
+ * printable character as it is, anything else (a control, a C1 control,
+ * a byte that is not UTF-8, a backslash) as \xNN.  The bytes consumed. */
+static size_t shown_at(const unsigned char *p, size_t len, size_t i, char *out, size_t *outn) {
+  size_t n = utf8_seq_len(p + i, len - i);
+  bool c1 = n == 2 && p[i] == 0xC2 && p[i + 1] < 0xA0; /* U+0080..U+009F */
+  if (n == 0 || c1 || p[i] < 0x20 || p[i] == 0x7F || p[i] == '\\') {
+    snprintf(out, 5, "\\x%02x", p[i]);
+    *outn = 4;
+    return 1;
+  }
+  memcpy(out, p + i, n);
+  *outn = n;
+  return n;
+}
+
 void fputs_for_terminal(const char *s, FILE *f) {
   const unsigned char *p = (const unsigned char *)s;
   size_t len = strlen(s);
-  for (size_t i = 0; i < len;) {
-    size_t n = utf8_seq_len(p + i, len - i);
-    bool c1 = n == 2 && p[i] == 0xC2 && p[i + 1] < 0xA0; /* U+0080..U+009F */
-    if (n == 0 || c1 || p[i] < 0x20 || p[i] == 0x7F || p[i] == '\\') {
-      fprintf(f, "\\x%02x", p[i]);
-      i++;
-      continue;
-    }
-    fwrite(p + i, 1, n, f);
-    i += n;
+  char buf[5];
+  for (size_t i = 0, n; i < len;) {
+    i += shown_at(p, len, i, buf, &n);
+    fwrite(buf, 1, n, f);
   }
+}
+
+bool text_for_terminal(const char *s, char *out, size_t size) {
+  const unsigned char *p = (const unsigned char *)s;
+  size_t len = strlen(s), at = 0;
+  bool same = true;
+  char buf[5];
+  for (size_t i = 0, n; i < len;) {
+    size_t used = shown_at(p, len, i, buf, &n);
+    same = same && used == n;
+    i += used;
+    if (at + n >= size)
+      break;
+    memcpy(out + at, buf, n);
+    at += n;
+  }
+  if (size)
+    out[at] = '\0';
+  return same;
 }
 
 char *utf8_sanitize(const char *data, size_t len, size_t *out_len, bool *valid) {

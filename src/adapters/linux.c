@@ -22,6 +22,7 @@
  *   6. every capability dropped, no_new_privs.
  * Any failure is reported with the step and nothing runs (fail closed).
  */
+#include <limits.h>
 #include <stdio.h>
 
 #include "../adapter.h"
@@ -60,6 +61,26 @@ static int linux_init_setup(const launch_plan *plan, int report_fd) {
   return 0;
 }
 
+/* corral's own configuration, missing where the command may write (a
+ * write root holds the config directory, or is it): a policy planted there
+ * would be the next run's, the sandbox off.  Made here, empty, it is a
+ * store like any other that exists: covered and pinned for the run. */
+static void make_own_config(struct profile *pr) {
+  char dir[PATH_MAX], own[PATH_MAX + 16];
+  struct stat st;
+  if (!user_config_dir(dir, sizeof dir))
+    return;
+  snprintf(own, sizeof own, "%s/corral", dir);
+  if (lstat(own, &st) == 0)
+    return;
+  for (size_t i = 0; i < pr->write_roots.n; i++)
+    if (path_is_under(own, pr->write_roots.v[i])) {
+      if (mkdir_p(own, 0700) == 0)
+        profile_created(pr, dir);
+      return;
+    }
+}
+
 /* What both Linux adapters prepare alike: the profile, the command, the
  * runtime directory, the environment and the protected-path monitor. */
 int linux_plan_prepare(const corral_policy *policy, const struct sock_fprog *seccomp,
@@ -73,6 +94,7 @@ int linux_plan_prepare(const corral_policy *policy, const struct sock_fprog *sec
   int r = profile_resolve(policy, req->workspace_roots, req->nroots, &lp->profile, err);
   if (r < 0)
     return error_prefix(err, "resolving the policy");
+  make_own_config(&lp->profile);
   if ((r = plan_from_request(req, plan, err)) < 0)
     return r;
   if ((r = runtime_acquire(req->workspace_roots[0],
@@ -131,6 +153,8 @@ static int linux_prepare(corral_adapter *ad, const corral_request *req, launch_p
       .nread_only = lp->profile.deny_write.n,
       .protected_names = lp->profile.protected_names.v,
       .nprotected = lp->profile.protected_names.n,
+      .secrets = lp->profile.deny_read.v,
+      .nsecrets = lp->profile.deny_read.n,
       .network_closed = !lp->profile.network_allow,
       .network_filter = lp->profile.network_filter,
   };

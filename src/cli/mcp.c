@@ -167,6 +167,33 @@ static int widen_check(const corral_policy *policy, const corral_capability *c, 
     }
     return 0;
   }
+  /* Not a directory that holds a secret store, nor one inside a store:
+   * made writable, a store missing there would be the command's to make —
+   * planted for the tools outside to trust (~/.ssh/authorized_keys, a
+   * credential_process in ~/.aws/config) — and a store there is still
+   * covered, so the grant would change nothing for it. */
+  struct profile pr;
+  corral_error perr = {0};
+  char *roots[] = {c->scope};
+  if (profile_resolve(policy, roots, 1, &pr, &perr) < 0) {
+    snprintf(why, whylen, "which secret stores %s holds cannot be told: %s", c->scope,
+             perr.message);
+    return -1;
+  }
+  {
+    int held = -1;
+    for (size_t i = 0; i < pr.deny_read.n && held < 0; i++)
+      if (path_is_under(pr.deny_read.v[i], c->scope) || path_is_under(c->scope, pr.deny_read.v[i]))
+        held = (int)i;
+    if (held >= 0)
+      snprintf(why, whylen,
+               "%s holds or lies in the secret store %s, which a grant never opens: name a "
+               "directory without one",
+               c->scope, pr.deny_read.v[held]);
+    profile_free(&pr);
+    if (held >= 0)
+      return -1;
+  }
   const struct path_list *dw = &policy->lists[CORRAL_POLICY_DENY_WRITE];
   for (size_t i = 0; i < dw->n; i++)
     if (dw->v[i][0] == '/' && path_is_under(c->scope, dw->v[i])) {

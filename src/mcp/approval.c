@@ -200,10 +200,11 @@ static const char *bad_scope(const struct mcp_server *s, corral_capability *c, b
   } else if ((no = bad_path(c->scope))) {
     return no;
   } else if (c->kind == CORRAL_CAP_WORKSPACE_WRITE && in_protected(c->scope)) {
-    if (!convert)
-      return "lies in protected metadata (.git, .agents, .corral): ask for protected_metadata "
-             "of that path by name";
-    c->kind = CORRAL_CAP_PROTECTED_METADATA;
+    /* Refused as a write, not as protected metadata: outside the write
+     * roots, where allowProtected opens nothing. */
+    (void)convert;
+    return "lies in protected metadata (.git, .agents, .corral): ask for protected_metadata "
+           "of that path by name, inside a write root";
   } else if (c->kind == CORRAL_CAP_PROTECTED_METADATA && !in_protected(c->scope)) {
     return "protected_metadata names a path in a .git, .agents or .corral";
   } else if (c->kind == CORRAL_CAP_WORKSPACE_WRITE && lstat(c->scope, &st) < 0) {

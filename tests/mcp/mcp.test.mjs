@@ -455,6 +455,9 @@ test("bad request_capabilities are the tool's errors, each named", async () => {
     [[{ kind: "workspace_write", scope: "/var/tmp/corral-mcp-no-such-dir" }], /does not exist/],
     [[{ kind: "workspace_write", scope: process.env.HOME || "/root" }], /home directory/],
     [[{ kind: "workspace_write", scope: join(ws, ".git", "hooks") }], /ask for protected_metadata/],
+    // /etc/ssl holds a secret store (private): one missing in a granted
+    // directory would be the command's to plant.
+    [[{ kind: "workspace_write", scope: "/etc/ssl" }], /holds or lies in the secret store/],
     [[{ kind: "external_network", scope: "*.example.org:443" }], /host:port/],
     [[{ kind: "external_network", scope: "good.test" }], /host:port/],
     [[{ kind: "external_network", scope: "10.0.0.1:80" }], /private address, which the proxy refuses/],

@@ -50,7 +50,7 @@ t "a write to .git/hooks: protected metadata"
 mkdir -p .git/hooks && touch .git/config .git/HEAD
 out=$(records -- "echo evil > .git/hooks/pre-commit")
 expect_eq "denied 0
-protected_metadata $ws/.git/hooks 1|denied write to $ws/.git/hooks/pre-commit (protected metadata; allow with --allow-protected $ws/.git)" "$out"
+protected_metadata $ws/.git/hooks 1|denied write to $ws/.git/hooks/pre-commit (protected metadata; allow with --allow-protected $ws/.git/hooks)" "$out"
 expect_absent "$ws/.git/hooks/pre-commit"
 
 t "a rename out of the workspace"
@@ -133,6 +133,22 @@ expect_eq 33 "$(printf '%s\n' "$out" | wc -l)" "lines: the state, then 32 record
 dropped=$(printf '%s\n' "$out" | head -1 | cut -d' ' -f2)
 [ "$dropped" -gt 0 ] && pass || fail "no refusals said to be dropped: $out"
 expect_contains "$(printf '%s\n' "$out" | sed -n 2p)" "workspace_write /usr/share "
+
+t "a name of terminal controls and bytes that are not UTF-8 is shown escaped, everywhere"
+out=$(records -- "mkdir \"/etc/\$(printf 'x\nforged line\033[2K\377')\"")
+expect_eq "denied 0
+workspace_write /etc 1|denied create /etc/x\\x0aforged line\\x1b[2K\\xff (outside the write roots; allow with --allow-write /etc)" "$out"
+
+# corral's own configuration, missing in a place the command may write:
+# a policy planted there would turn the sandbox off for every later run.
+t "corral's own configuration cannot be planted where the command may write"
+home=$(mktemp -d "$ws/home-XXXXXX")
+mkdir "$home/.config"
+HOME=$home XDG_CONFIG_HOME= "$CORRAL" run --allow-write "$home/.config" -- sh -c \
+  'mkdir -p ~/.config/corral; echo "{\"mode\":\"disabled\"}" > ~/.config/corral/policy.json' 2>/dev/null
+expect_absent "$home/.config/corral/policy.json"
+expect_eq linux "$(cd "$home" && HOME=$home XDG_CONFIG_HOME= "$CORRAL" run --json -- true | json_get outcome.enforcement.backend)" \
+  "the next run's sandbox"
 
 t "corral run without --json says each refusal in one line on stderr, after the output"
 err=$("$CORRAL" run -- sh -c "echo out; echo x > $probe_path" 2>&1 >/dev/null)
