@@ -510,7 +510,19 @@ static void refused_at(const struct refusal_plan *rp, const char *op, int fd, co
          why, op, real, name);
 }
 
-static bool read_only(int fd) {
+/* Would the mount refuse the caller a write here (`mode`: W_OK, with
+ * X_OK for a directory made or removed in)?  The kernel answers access
+ * with EROFS only once the caller's own permissions pass, so a write its
+ * permissions refuse anyway (another user's directory) is not the
+ * sandbox's.  Kernels before 5.8 cannot ask that of a descriptor: there
+ * the mount alone. */
+static bool mount_refuses(int fd, int mode) {
+  if (faccessat(fd, "", mode, AT_EACCESS | AT_EMPTY_PATH) == 0)
+    return false;
+  if (errno == EROFS)
+    return true;
+  if (errno != ENOSYS && errno != EINVAL)
+    return false;
   struct statvfs vfs;
   return fstatvfs(fd, &vfs) == 0 && (vfs.f_flag & ST_RDONLY);
 }
@@ -528,7 +540,7 @@ static void check_place(const struct refusal_plan *rp, const char *op, const cha
   if (how == TARGET) {
     int fd = open(where, O_PATH | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
     struct stat st;
-    if (fd >= 0 && read_only(fd) && fstat(fd, &st) == 0 && !special(st.st_mode))
+    if (fd >= 0 && mount_refuses(fd, W_OK) && fstat(fd, &st) == 0 && !special(st.st_mode))
       refused_at(rp, op, fd, "");
     if (fd >= 0)
       close(fd);
@@ -538,13 +550,13 @@ static void check_place(const struct refusal_plan *rp, const char *op, const cha
   if (!slash)
     return;
   const char *name = slash + 1;
-  if (!*name || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+  if (!*name || strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || strlen(name) > NAME_MAX)
     return; /* the kernel refuses those itself */
   *slash = '\0';
   int dir = open(slash == where ? "/" : where, O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (dir < 0)
     return;
-  bool ro = read_only(dir);
+  bool ro = mount_refuses(dir, W_OK | X_OK);
   struct statx there, self;
   bool exists = (how == MAKE || how == OPEN) &&
                 statx(dir, name, AT_STATX_DONT_SYNC | (follow ? 0 : AT_SYMLINK_NOFOLLOW),
@@ -560,7 +572,7 @@ static void check_place(const struct refusal_plan *rp, const char *op, const cha
                 there.stx_mnt_id == self.stx_mnt_id;
     if (!same || ro) {
       int fd = openat(dir, name, O_PATH | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
-      if (fd >= 0 && read_only(fd))
+      if (fd >= 0 && mount_refuses(fd, W_OK))
         refused_at(rp, op, fd, "");
       if (fd >= 0)
         close(fd);

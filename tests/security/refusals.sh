@@ -9,7 +9,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 run_as_user_if_asked refusals.sh
 
 ws=$(mktemp -d "$HOME/corral-refusals-XXXXXX")
-trap 'rm -rf "$ws"' EXIT
+# Outside every write root, yet the user's own: a write a grant would
+# allow (one to /etc the user's own permissions refuse: not the sandbox's).
+od=$(mktemp -d "$HOME/corral-refusals-out-XXXXXX")
+trap 'rm -rf "$ws" "$od"' EXIT
 cd "$ws"
 # records ARGS... -- CMD: runs `corral run --json ARGS -- sh -c CMD`; prints
 # the state, then one line per record: "kind scope count|reason".
@@ -24,20 +27,19 @@ for d in o.get("denials", []):
     print("%s %s %d|%s" % (d["capability"]["kind"], d["capability"]["scope"], d.get("count", 1),
                            d["reason"]))'
 }
-# Where nothing outside a write root exists to begin with.
-probe_path=/etc/corral-refusal-$$
+probe_path=$od/probe
 expect_absent "$probe_path"
 
 t "a write outside the write roots: one record, and the command denied"
 out=$(records -- "echo x > $probe_path")
 expect_eq "denied 0
-workspace_write /etc 1|denied write to $probe_path (outside the write roots; allow with --allow-write /etc)" "$out"
+workspace_write $od 1|denied write to $probe_path (outside the write roots; allow with --allow-write $od)" "$out"
 expect_absent "$probe_path"
 
 t "the same refusal three times is one record, counted; exit 0 stays completed"
 out=$(records -- "for i in 1 2 3; do echo x > $probe_path; done 2>/dev/null; true")
 expect_eq "completed 0
-workspace_write /etc 3|denied write to $probe_path (outside the write roots; allow with --allow-write /etc)" "$out"
+workspace_write $od 3|denied write to $probe_path (outside the write roots; allow with --allow-write $od)" "$out"
 
 t "a write under a --deny-write path inside the workspace"
 mkdir -p locked
@@ -55,18 +57,18 @@ expect_absent "$ws/.git/hooks/pre-commit"
 
 t "a rename out of the workspace"
 echo data > moved
-out=$(records -- "python3 -c 'import os; os.rename(\"moved\", \"/etc/corral-moved-$$\")'")
+out=$(records -- "python3 -c 'import os; os.rename(\"moved\", \"$od/moved\")'")
 expect_eq "denied 0
-workspace_write /etc 1|denied rename /etc/corral-moved-$$ (outside the write roots; allow with --allow-write /etc)" "$out"
+workspace_write $od 1|denied rename $od/moved (outside the write roots; allow with --allow-write $od)" "$out"
 expect_eq data "$(cat moved)" "the file left in place"
-expect_absent "/etc/corral-moved-$$"
+expect_absent "$od/moved"
 
 t "a path through a chain of symlinks: the resolved target is reported"
-ln -sfn l2 l1 && ln -sfn /usr l2
+ln -sfn l2 l1 && ln -sfn "$od" l2
 out=$(records -- "echo x > l1/corral-chain-$$")
 expect_eq "denied 0
-workspace_write /usr 1|denied write to /usr/corral-chain-$$ (outside the write roots; allow with --allow-write /usr)" "$out"
-expect_absent "/usr/corral-chain-$$"
+workspace_write $od 1|denied write to $od/corral-chain-$$ (outside the write roots; allow with --allow-write $od)" "$out"
+expect_absent "$od/corral-chain-$$"
 
 t "a connection to an address of this machine with the network denied"
 host_ip=$(ip -4 -o addr show scope global 2>/dev/null | awk '{sub("/.*", "", $4); print $4; exit}')
@@ -83,15 +85,15 @@ else
 fi
 
 t "a 32-bit (i386) binary's write is heard too"
-cat > m32.c <<'EOF'
-/* No libc: open("/etc/corral-m32", O_WRONLY|O_CREAT) through int 0x80. */
+cat > m32.c <<EOF
+/* No libc: open("$od/m32", O_WRONLY|O_CREAT) through int 0x80. */
 static int sys3(int nr, int a, int b, int c) {
   int r;
   __asm__ volatile("int $0x80" : "=a"(r) : "a"(nr), "b"(a), "c"(b), "d"(c) : "memory");
   return r;
 }
 void _start(void) {
-  int fd = sys3(5, (int)"/etc/corral-m32", 0101, 0644);
+  int fd = sys3(5, (int)"$od/m32", 0101, 0644);
   sys3(1, fd < 0 ? 3 : 0, 0, 0);
   for (;;) {}
 }
@@ -99,8 +101,8 @@ EOF
 if [ "$(uname -m)" = x86_64 ] && gcc -m32 -nostdlib -static -ffreestanding -O1 -o m32 m32.c 2>/dev/null; then
   out=$(records -- ./m32)
   expect_eq "denied 0
-workspace_write /etc 1|denied write to /etc/corral-m32 (outside the write roots; allow with --allow-write /etc)" "$out"
-  expect_absent /etc/corral-m32
+workspace_write $od 1|denied write to $od/m32 (outside the write roots; allow with --allow-write $od)" "$out"
+  expect_absent "$od/m32"
 else
   pass # no 32-bit toolchain here
 fi
@@ -123,21 +125,22 @@ os.system(\"rm -rf many\")'")
 expect_eq "completed 0" "$out"
 
 t "a flood of 100,000 refused writes: a bounded outcome"
+for i in $(seq 100); do mkdir -p "$od/flood/d$i"; done
 out=$(records -- "python3 -c '
 import os
-dirs = [d for d, _, _ in os.walk(\"/usr/share\")][:1000]
+dirs = [\"$od/flood/d%d\" % i for i in range(1, 101)]
 for i in range(100000):
     try: open(\"%s/corral-flood-$$\" % dirs[i % len(dirs)], \"w\")
     except OSError: pass'")
 expect_eq 33 "$(printf '%s\n' "$out" | wc -l)" "lines: the state, then 32 records"
 dropped=$(printf '%s\n' "$out" | head -1 | cut -d' ' -f2)
 [ "$dropped" -gt 0 ] && pass || fail "no refusals said to be dropped: $out"
-expect_contains "$(printf '%s\n' "$out" | sed -n 2p)" "workspace_write /usr/share "
+expect_contains "$(printf '%s\n' "$out" | sed -n 2p)" "workspace_write $od/flood/d"
 
 t "a name of terminal controls and bytes that are not UTF-8 is shown escaped, everywhere"
-out=$(records -- "mkdir \"/etc/\$(printf 'x\nforged line\033[2K\377')\"")
+out=$(records -- "mkdir \"$od/\$(printf 'x\nforged line\033[2K\377')\"")
 expect_eq "denied 0
-workspace_write /etc 1|denied create /etc/x\\x0aforged line\\x1b[2K\\xff (outside the write roots; allow with --allow-write /etc)" "$out"
+workspace_write $od 1|denied create $od/x\\x0aforged line\\x1b[2K\\xff (outside the write roots; allow with --allow-write $od)" "$out"
 
 # corral's own configuration, missing in a place the command may write:
 # a policy planted there would turn the sandbox off for every later run.
@@ -150,9 +153,21 @@ expect_absent "$home/.config/corral/policy.json"
 expect_eq linux "$(cd "$home" && HOME=$home XDG_CONFIG_HOME= "$CORRAL" run --json -- true | json_get outcome.enforcement.backend)" \
   "the next run's sandbox"
 
+t "a write the user's own permissions refuse is not the sandbox's: no record"
+if [ "$(id -u)" -ne 0 ]; then
+  out=$(records -- "echo x > /etc/corral-refusal-$$")
+  expect_eq "failed 0" "$out"
+else
+  pass # root may write /etc on the host: the sandbox's refusal, tested above
+fi
+
+t "a name longer than the kernel takes is its refusal, not the sandbox's"
+out=$(records -- "printf x > $od/\$(printf 'A%.0s' \$(seq 300))")
+expect_eq "failed 0" "$out"
+
 t "corral run without --json says each refusal in one line on stderr, after the output"
 err=$("$CORRAL" run -- sh -c "echo out; echo x > $probe_path" 2>&1 >/dev/null)
-expect_contains "$err" "corral: denied write to $probe_path (outside the write roots; allow with --allow-write /etc)"
+expect_contains "$err" "corral: denied write to $probe_path (outside the write roots; allow with --allow-write $od)"
 expect_absent "$probe_path"
 
 finish
