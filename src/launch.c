@@ -108,6 +108,14 @@ void report_write(int fd, enum report_type type, int value, int aux, const char 
     report_put(fd, &rec, sizeof rec);
 }
 
+bool launch_report_link_made(const struct report_buf *rb) {
+  launch_report rep = {0};
+  launch_report_parse(&rep, rb->data, rb->len);
+  bool made = rep.link_made;
+  launch_report_free(&rep);
+  return made;
+}
+
 bool launch_report_links_unsure(const struct report_buf *rb) {
   launch_report rep = {0};
   launch_report_parse(&rep, rb->data, rb->len);

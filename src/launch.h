@@ -139,6 +139,8 @@ void launch_report_parse(launch_report *r, const void *buf, size_t len);
  * unheard by the change report?  Yes when the command made a hard link,
  * or when its links were not heard at all (refusals.c). */
 bool launch_report_links_unsure(const struct report_buf *rb);
+/* Has the command made a hard link (so far)? */
+bool launch_report_link_made(const struct report_buf *rb);
 
 /* In init, after the sandbox's setup: a seccomp filter, inherited by the
  * command, that hands init every link and linkat and, with `refusals`, the

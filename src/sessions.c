@@ -76,6 +76,7 @@ struct session {
   launch_plan plan;
   launch_child child;
   struct report_buf report;
+  bool link_said; /* its link told to every run beside it (observe_unsure_all) */
   struct run_facts facts;
   int out_fd, in_fd;
   bool tty;
@@ -460,6 +461,12 @@ static int process(corral_sessions *m, int timeout_ms, int cancel_fd, bool *canc
       break;
     case EV_REPORT:
       report_buf_read(&s->report, s->child.report_fd);
+      /* Said as soon as it is made: the calls running beside this one
+       * compare every file too. */
+      if (s->seen && !s->link_said && launch_report_link_made(&s->report)) {
+        s->link_said = true;
+        observe_unsure_all(s->seen);
+      }
       if (s->report.eof)
         unwatch(m, s->child.report_fd);
       break;

@@ -140,6 +140,8 @@ struct watcher {
   size_t names_cap, wds_cap, entries, nwds, bytes;
   size_t blind; /* directories indexed but not watched: what is made in them is not heard */
   size_t linked; /* files with nodes marked linked: every run compares them */
+  size_t linkers; /* runs whose command made a link and goes on: a run that begins
+                     meanwhile compares every file (observe_unsure_all) */
   size_t rescanned; /* names scans of new directories added since the queue was empty */
   bool runs_rescan; /* applying events: a build does not count against the budget */
   struct watch_run *runs;
@@ -1432,11 +1434,22 @@ struct observation {
   struct watch_run *run;
   corral_snapshot *before; /* the fallback when nothing can be watched */
   char *root, *scanned, *skipped;
+  bool linker; /* counted in w->linkers */
 };
 
 void observe_unsure(struct observation *o) {
   if (o && o->run)
     o->run->uncertain = true;
+}
+
+void observe_unsure_all(struct observation *o) {
+  if (!o || !o->run)
+    return;
+  if (!o->linker) {
+    o->linker = true;
+    o->w->linkers++;
+  }
+  all_uncertain(o->w);
 }
 
 struct observation *observe_begin(struct watcher *w, const char *root) {
@@ -1468,6 +1481,7 @@ struct observation *observe_begin(struct watcher *w, const char *root) {
     o->run->seed = ((uint64_t)fine.tv_nsec << 20) ^ (uint64_t)(uintptr_t)o->run ^
                    (uint64_t)fine.tv_sec * 0x9e3779b97f4a7c15ull;
     o->run->next = w->runs;
+    o->run->uncertain = w->linkers > 0; /* a link made beside it, its other name unknown */
     w->runs = o->run;
   } else {
     o->skipped = strdup("out of memory");
@@ -1484,6 +1498,8 @@ void observe_end(struct observation *o, corral_outcome *out) {
     set_reason(&out->changes_skipped, "out of memory");
     return;
   }
+  if (o->linker)
+    o->w->linkers--;
   if (o->run) {
     struct watcher *w = o->w;
     drain(w);

@@ -35,6 +35,10 @@ struct watcher *observe_watcher(const struct observation *o);
 /* What the run did may have gone unheard (a hard link made: refusals.c):
  * its report compares every indexed file. */
 void observe_unsure(struct observation *o);
+/* The same for every run observing the root of `o`: a link one run's
+ * command made is a second name any of them may have been written
+ * through (a session of corral mcp beside another). */
+void observe_unsure_all(struct observation *o);
 /* Fills out->changes (or changes_skipped, and changes_scanned when the
  * report came from scans); frees the observation. */
 void observe_end(struct observation *o, corral_outcome *out);

@@ -139,6 +139,35 @@ PY2
 expect_contains "$(sed -n 2p <<<"$calls")" '"path": "src/a", "kind": "modified"'
 expect_contains "$(sed -n 3p <<<"$calls")" '"path": "src/a", "kind": "modified"'
 
+# Two calls at once in one corral mcp: a link the first one's command
+# makes, writes through and removes while the second runs is in the
+# second's report too (whoever changed the workspace during a run).
+case_ "a write through a hard link made beside a call, in corral mcp"
+mkdir -p node_modules/pkg
+sleep 0.05
+calls=$(python3 - "$CORRAL" "$ws" <<'PY2'
+import json, subprocess, sys
+p = subprocess.Popen([sys.argv[1], "mcp", "--workspace", sys.argv[2]], stdin=subprocess.PIPE,
+                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+def call(i, method, params):
+    p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": i, "method": method, "params": params}) + "\n")
+    p.stdin.flush()
+    while True:
+        m = json.loads(p.stdout.readline())
+        if m.get("id") == i:
+            return m
+call(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "t", "version": "1"}})
+call(2, "tools/call", {"name": "exec_command", "arguments": {"yield_time_ms": 250, "cmd":
+     "sleep 1; ln src/a node_modules/pkg/h; echo evil >> node_modules/pkg/h; rm node_modules/pkg/h; sleep 2"}})
+m = call(3, "tools/call", {"name": "exec_command", "arguments": {"cmd": "sleep 2.5"}})
+print(json.dumps(m["result"]["structuredContent"]["outcome"].get("changes")))
+p.stdin.close()
+p.wait()
+PY2
+)
+expect_contains "$calls" '"path": "src/a", "kind": "modified"'
+
 # A second name outside the workspace, in another place the sandbox may
 # write (/tmp, the same filesystem here), made on the host before the run:
 # the sandbox cannot make such a link (each write root is its own mount),
