@@ -109,7 +109,6 @@ if command -v npm >/dev/null; then
   run "npm install --no-audit --no-fund --loglevel=error --registry http://good.test:$port/npm/ corral-demo >/dev/null && node -p 'require(\"corral-demo\")'"
   expect_eq 42 "$so"
   expect_not_contains "$o" '"denials"'
-  [ -n "${DEBUG_NPM:-}" ] && printf '%s\n' "$o" >&2
 fi
 
 t "an unlisted name: 403 on the wire, a denial, nothing upstream"
