@@ -245,6 +245,22 @@ void outcome_denied_after_refusal(corral_outcome *out) {
   out->message = xstrdup_or_null(f->reason);
 }
 
+/* Each refusal's words, and the option that would allow it (followed by
+ * the scope when `scoped`); none where no option should. */
+static const struct refused_words {
+  const char *why, *allow;
+  bool scoped;
+} refused_words[] = {
+    [REFUSED_OUTSIDE] = {"outside the write roots", "--allow-write", true},
+    [REFUSED_READ_ONLY] = {"read-only inside the write roots", NULL, false},
+    [REFUSED_PROTECTED] = {"protected metadata", "--allow-protected", true},
+    [REFUSED_NET_CLOSED] = {"the network is closed", "--network allow", false},
+    [REFUSED_NET_FILTER] = {"only named hosts are reached, through corral's proxy",
+                            "--allow-domain with the host's name", false},
+    [REFUSED_KERNEL] = {"the kernel's own files, read-only in the sandbox", NULL, false},
+    [REFUSED_SECRET] = {"a secret store, covered in the sandbox", NULL, false},
+};
+
 /* The writes and connections init heard refused (refusals.c), each with
  * what would allow it.  A cut path cannot be granted as it is. */
 static int add_refusals(const launch_report *rep, corral_outcome *out) {
@@ -261,37 +277,12 @@ static int add_refusals(const launch_report *rep, corral_outcome *out) {
     text_for_terminal(f->name, name, sizeof name);
     bool net = f->kind == CORRAL_CAP_EXTERNAL_NETWORK;
     char reason[REFUSAL_SCOPE_MAX * 2 + 200], allow[REFUSAL_SCOPE_MAX + 64] = "";
-    const char *why = "";
-    switch (f->why) {
-    case REFUSED_OUTSIDE:
-      why = "outside the write roots";
-      snprintf(allow, sizeof allow, "--allow-write %s", scope);
-      break;
-    case REFUSED_READ_ONLY:
-      why = "read-only inside the write roots";
-      break;
-    case REFUSED_PROTECTED:
-      why = "protected metadata";
-      snprintf(allow, sizeof allow, "--allow-protected %s", scope);
-      break;
-    case REFUSED_SECRET:
-      why = "a secret store, covered in the sandbox";
-      break;
-    case REFUSED_KERNEL:
-      why = "the kernel's own files, read-only in the sandbox";
-      break;
-    case REFUSED_NET_CLOSED:
-      why = "the network is closed";
-      snprintf(allow, sizeof allow, "--network allow");
-      break;
-    default:
-      why = "only named hosts are reached, through corral's proxy";
-      snprintf(allow, sizeof allow, "--allow-domain with the host's name");
-      break;
-    }
+    const struct refused_words *w = &refused_words[f->why];
+    if (w->allow)
+      snprintf(allow, sizeof allow, w->scoped ? "%s %s" : "%s", w->allow, scope);
     snprintf(reason, sizeof reason, "denied %s%s %s%s%s (%s%s%s)", f->op,
              !net && !strcmp(f->op, "write") ? " to" : "", scope,
-             name[0] && strcmp(scope, "/") ? "/" : "", name, why,
+             name[0] && strcmp(scope, "/") ? "/" : "", name, w->why,
              allow[0] && !cut ? "; allow with " : "", cut ? "" : allow);
     if (outcome_add_denial(out, (corral_capability_kind)f->kind, scope, reason,
                            allow[0] && !cut, f->count) < 0)

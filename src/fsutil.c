@@ -31,6 +31,21 @@ int mkdir_p(const char *path, mode_t mode) {
   return mkdir(buf, mode) < 0 && errno != EEXIST ? -1 : 0;
 }
 
+bool path_through_symlink(const char *path) {
+  char prefix[PATH_MAX];
+  struct stat st;
+  for (const char *p = path + 1;; p++)
+    if (*p == '/' || *p == '\0') {
+      snprintf(prefix, sizeof prefix, "%.*s", (int)(p - path), path);
+      if (lstat(prefix, &st) < 0)
+        return false; /* nothing below a missing component is a link yet */
+      if (S_ISLNK(st.st_mode))
+        return true;
+      if (!*p)
+        return false;
+    }
+}
+
 void dir_start(struct dir_iter *it, int fd) {
   it->fd = fd;
   it->got = it->off = 0;

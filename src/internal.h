@@ -73,6 +73,8 @@ static inline int64_t real_ms(void) {
 /* fsutil.c: mkdir -p with `mode` for the last component (0755 above it).
  * Allocates nothing, so init may use it. */
 int mkdir_p(const char *path, mode_t mode);
+/* Is the absolute path, or a directory on its way, a symbolic link? */
+bool path_through_symlink(const char *path);
 /* rm -rf that never follows a symlink below `path`; with exact_parent, not
  * in the path to it either (it must be a real path). */
 int remove_tree(const char *path, bool exact_parent);

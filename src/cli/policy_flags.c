@@ -3,6 +3,7 @@
 
 #include "cli.h"
 #include "policy.h"
+#include "../internal.h"
 #include "../json_util.h"
 #include "run_limits.h"
 #include "../linux/linux.h"
@@ -381,24 +382,10 @@ static bool under_listed(char **list, size_t n, const char *path) {
  * it opens: not through a symlink (the approver would see one path and the
  * sandbox open another), not a protected name's whole surroundings, not
  * every secret store at once. */
-static bool has_symlink(const char *path) {
-  char prefix[PATH_MAX];
-  struct stat st;
-  for (const char *p = path + 1;; p++)
-    if (*p == '/' || *p == '\0') {
-      snprintf(prefix, sizeof prefix, "%.*s", (int)(p - path), path);
-      if (lstat(prefix, &st) < 0)
-        return false; /* nothing below a missing component is a link yet */
-      if (S_ISLNK(st.st_mode))
-        return true;
-      if (!*p)
-        return false;
-    }
-}
 
 static const char *bad_scope(const corral_capability *c, const char *real) {
   char home[PATH_MAX];
-  if (has_symlink(c->scope))
+  if (path_through_symlink(c->scope))
     return "it is, or goes through, a symbolic link: name the real path";
   if (c->kind == CORRAL_CAP_PROTECTED_METADATA) {
     const char *base = strrchr(real, '/');

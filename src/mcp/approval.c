@@ -140,21 +140,6 @@ static bool in_protected(const char *path) {
   return false;
 }
 
-/* An approver reads one path; through a link the sandbox would open another. */
-static bool through_symlink(const char *path) {
-  char prefix[PATH_MAX];
-  struct stat st;
-  for (const char *p = path + 1;; p++)
-    if (*p == '/' || *p == '\0') {
-      snprintf(prefix, sizeof prefix, "%.*s", (int)(p - path), path);
-      if (lstat(prefix, &st) < 0)
-        return false; /* nothing below a missing component is a link yet */
-      if (S_ISLNK(st.st_mode))
-        return true;
-      if (!*p)
-        return false;
-    }
-}
 
 /* Why a path cannot be a grant's scope, or NULL. */
 static const char *bad_path(const char *path) {
@@ -175,16 +160,15 @@ static const char *bad_path(const char *path) {
     return "is the whole file system: name the path itself";
   if (user_home(home, sizeof home) && path_is_under(home, path))
     return "holds the home directory and its secret stores: name the path itself";
-  if (through_symlink(path))
+  if (path_through_symlink(path)) /* the approver reads one path, the sandbox would open another */
     return "is, or goes through, a symbolic link: name the real path";
   return NULL;
 }
 
-/* Why `c` cannot be granted as it is, or NULL.  A workspace_write of a
- * path in protected metadata becomes protected_metadata of that path
- * (`convert`), so the question names it for what it is (rule 1). */
-static const char *bad_scope(const struct mcp_server *s, corral_capability *c, bool convert,
-                             char *why, size_t whylen) {
+/* Why `c` cannot be granted as it is, or NULL.  A path in protected
+ * metadata is granted only as protected_metadata (rule 1). */
+static const char *bad_scope(const struct mcp_server *s, const corral_capability *c, char *why,
+                             size_t whylen) {
   char host[NET_HOST_MAX + 1];
   int port;
   struct stat st;
@@ -200,9 +184,8 @@ static const char *bad_scope(const struct mcp_server *s, corral_capability *c, b
   } else if ((no = bad_path(c->scope))) {
     return no;
   } else if (c->kind == CORRAL_CAP_WORKSPACE_WRITE && in_protected(c->scope)) {
-    /* Refused as a write, not as protected metadata: outside the write
-     * roots, where allowProtected opens nothing. */
-    (void)convert;
+    /* A write refused there is outside the write roots (inside, it is
+     * protected_metadata), where allowProtected opens nothing. */
     return "lies in protected metadata (.git, .agents, .corral): ask for protected_metadata "
            "of that path by name, inside a write root";
   } else if (c->kind == CORRAL_CAP_PROTECTED_METADATA && !in_protected(c->scope)) {
@@ -391,22 +374,9 @@ static bool lift(const struct mcp_server *s, const corral_denial *d, corral_capa
     return false;
   c->kind = d->capability.kind;
   c->scope = d->capability.scope; /* borrowed */
-  return !bad_scope(s, c, true, why, sizeof why) && !granted_already(s, c);
+  return !bad_scope(s, c, why, sizeof why) && !granted_already(s, c);
 }
 
-/* Appends to buf (size bytes) at *n, never past its end. */
-static void put(char *buf, size_t size, size_t *n, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static void put(char *buf, size_t size, size_t *n, const char *fmt, ...) {
-  if (*n + 1 >= size)
-    return;
-  va_list ap;
-  va_start(ap, fmt);
-  int w = vsnprintf(buf + *n, size - *n, fmt, ap);
-  va_end(ap);
-  if (w > 0)
-    *n = *n + (size_t)w < size ? *n + (size_t)w : size - 1;
-}
 
 json_t *mcp_approval_hint(const struct mcp_server *s, const corral_outcome *o, char *text,
                           size_t size, size_t *n) {
@@ -428,26 +398,26 @@ json_t *mcp_approval_hint(const struct mcp_server *s, const corral_outcome *o, c
   json_t *asks = caps_json(caps, nc);
   char *arg = json_dumps(asks, JSON_COMPACT);
   json_t *options = json_array();
-  put(text, size, n, "Needs approval:");
+  mcp_append(text, size, n, "Needs approval:");
   for (size_t i = 0; i < nc; i++) {
-    put(text, size, n, "%s %s %s", i ? "," : "", kind_name(caps[i].kind), caps[i].scope);
+    mcp_append(text, size, n, "%s %s %s", i ? "," : "", kind_name(caps[i].kind), caps[i].scope);
     json_array_append_new(options, json_string(flag_for(caps[i].kind)));
     json_array_append_new(options, json_string(caps[i].scope));
   }
   if (s->can_elicit) {
-    put(text, size, n,
+    mcp_append(text, size, n,
         ". To ask the user, call exec_command again with request_capabilities: %s and a "
         "justification.\n",
         arg ? arg : "[]");
   } else {
-    put(text, size, n,
+    mcp_append(text, size, n,
         ". This client cannot ask the user (it declared no elicitation), so "
         "request_capabilities (%s, with a justification) will be refused: ask the user to "
         "allow it, e.g. by starting corral mcp with",
         arg ? arg : "[]");
     for (size_t i = 0; i < nc; i++)
-      put(text, size, n, " %s %s", flag_for(caps[i].kind), caps[i].scope);
-    put(text, size, n, ", then run it again.\n");
+      mcp_append(text, size, n, " %s %s", flag_for(caps[i].kind), caps[i].scope);
+    mcp_append(text, size, n, ", then run it again.\n");
   }
   free(arg);
   return json_pack("{s:o,s:{s:O},s:b,s:o}", "capabilities", asks, "argument",
@@ -482,17 +452,17 @@ static bool ask(struct mcp_server *s, struct mcp_asked *a, const char *why_line)
   shown_command(a->args, cmd, sizeof cmd);
   if (a->ncaps == 1) {
     describe(&a->caps[0], what, sizeof what);
-    put(msg, sizeof msg, &n, "Allow `%s` to %s?\n", cmd, what);
+    mcp_append(msg, sizeof msg, &n, "Allow `%s` to %s?\n", cmd, what);
   } else {
-    put(msg, sizeof msg, &n, "Allow `%s` to:\n", cmd);
+    mcp_append(msg, sizeof msg, &n, "Allow `%s` to:\n", cmd);
     for (size_t i = 0; i < a->ncaps; i++) {
       describe(&a->caps[i], what, sizeof what);
-      put(msg, sizeof msg, &n, "- %s\n", what);
+      mcp_append(msg, sizeof msg, &n, "- %s\n", what);
     }
   }
   if (why_line)
-    put(msg, sizeof msg, &n, "%s\n", why_line);
-  put(msg, sizeof msg, &n, "%s",
+    mcp_append(msg, sizeof msg, &n, "%s\n", why_line);
+  mcp_append(msg, sizeof msg, &n, "%s",
       a->held ? "It was refused; corral will run it again with exactly that allowed, nothing "
                 "wider."
               : "corral will run it with exactly that allowed, nothing wider.");
@@ -539,7 +509,7 @@ static void what_list(const struct mcp_asked *a, char *out, size_t size) {
   size_t n = 0;
   out[0] = '\0';
   for (size_t i = 0; i < a->ncaps; i++)
-    put(out, size, &n, "%s%s %s", i ? ", " : "", kind_name(a->caps[i].kind), a->caps[i].scope);
+    mcp_append(out, size, &n, "%s%s %s", i ? ", " : "", kind_name(a->caps[i].kind), a->caps[i].scope);
 }
 
 /* The user allowed it: the run with the grant answers the call. */
@@ -676,7 +646,7 @@ void mcp_approval_request(struct mcp_server *s, json_t *id, json_t *args, json_t
       bad = "the scope holds a NUL";
     } else {
       c.scope = (char *)json_string_value(scope);
-      bad = bad_scope(s, &c, false, why, sizeof why);
+      bad = bad_scope(s, &c, why, sizeof why);
     }
     if (bad) {
       mcp_tool_error(s, id, "exec_command: request_capabilities[%zu] (%s %s): %s", i,

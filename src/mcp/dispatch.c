@@ -300,10 +300,7 @@ static void pending_append(struct mcp_pending *p, const corral_session_result *r
 
 static json_t *outcome_value(const corral_outcome *o) { return outcome_to_json_value(o); }
 
-/* Appends to buf (size bytes) at *n, never past its end. */
-static void add(char *buf, size_t size, size_t *n, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static void add(char *buf, size_t size, size_t *n, const char *fmt, ...) {
+void mcp_append(char *buf, size_t size, size_t *n, const char *fmt, ...) {
   if (*n + 1 >= size)
     return;
   va_list ap;
@@ -325,29 +322,29 @@ static json_t *session_result(struct mcp_server *s, struct mcp_pending *p,
   const corral_outcome *o = &last->outcome;
   char head[8192];
   size_t n = 0;
-  add(head, sizeof head, &n, "Wall time: %.4f seconds\n", wall);
+  mcp_append(head, sizeof head, &n, "Wall time: %.4f seconds\n", wall);
   if (last->exited)
-    add(head, sizeof head, &n, "Process exited with code %d\n", corral_outcome_exit_code(o));
+    mcp_append(head, sizeof head, &n, "Process exited with code %d\n", corral_outcome_exit_code(o));
   else
-    add(head, sizeof head, &n, "Process running with session ID %ld\n", p->session);
+    mcp_append(head, sizeof head, &n, "Process running with session ID %ld\n", p->session);
   if (o->denial.present)
-    add(head, sizeof head, &n, "Denied by the sandbox: %s\n",
+    mcp_append(head, sizeof head, &n, "Denied by the sandbox: %s\n",
         o->denial.reason ? o->denial.reason : "");
   else if (last->exited && o->kind != CORRAL_KIND_SUCCESS && o->message)
-    add(head, sizeof head, &n, "%s\n", o->message);
+    mcp_append(head, sizeof head, &n, "%s\n", o->message);
   /* Every refusal in one line (the first not again when it is the denial). */
   for (size_t i = 0; i < o->ndenials; i++) {
     const corral_denial *d = &o->denials[i];
     if (i == 0 && o->denial.present && o->denial.reason && d->reason &&
         strcmp(o->denial.reason, d->reason) == 0)
       continue;
-    add(head, sizeof head, &n, "Refused by the sandbox: %s", d->reason ? d->reason : "");
+    mcp_append(head, sizeof head, &n, "Refused by the sandbox: %s", d->reason ? d->reason : "");
     if (d->count > 1)
-      add(head, sizeof head, &n, " (%ld times)", d->count);
-    add(head, sizeof head, &n, "\n");
+      mcp_append(head, sizeof head, &n, " (%ld times)", d->count);
+    mcp_append(head, sizeof head, &n, "\n");
   }
   if (o->denials_dropped)
-    add(head, sizeof head, &n, "And %ld more refusals not listed\n", o->denials_dropped);
+    mcp_append(head, sizeof head, &n, "And %ld more refusals not listed\n", o->denials_dropped);
   json_t *needed = last->exited ? mcp_approval_hint(s, o, head, sizeof head, &n) : NULL;
   if (n + 10 > sizeof head)
     n = sizeof head - 10;

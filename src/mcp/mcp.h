@@ -109,6 +109,9 @@ struct mcp_run {
  * offered to the user), else a run the user approved (never offered again). */
 void mcp_exec(struct mcp_server *s, json_t *id, json_t *args, const struct mcp_run *run);
 void mcp_send(struct mcp_server *s, json_t *msg); /* takes msg */
+/* Appends to buf (size bytes) at *n, never past its end. */
+void mcp_append(char *buf, size_t size, size_t *n, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 void mcp_reply(struct mcp_server *s, json_t *id, json_t *result); /* takes result */
 void mcp_tool_error(struct mcp_server *s, json_t *id, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -21,6 +21,32 @@ cd "$ws"
 # run CMD: corral run --changes --json; the outcome in $out.
 run() { out=$("$CORRAL" run --json --changes -- sh -c "$1" 2>/dev/null | json_get outcome); }
 case_() { t "$1"; rm -rf "${ws:?}"/* 2>/dev/null; mkdir -p "$ws/src"; echo hi > "$ws/src/a"; }
+# mcp_changes YIELD_MS CMD ...: one corral mcp server on $ws, each CMD an
+# exec_command after the one before has answered (a session that outlasts
+# its yield goes on beside the next); prints each call's changes, a line each.
+mcp_changes() {
+  python3 - "$CORRAL" "$ws" "$@" <<'PY'
+import json, subprocess, sys
+p = subprocess.Popen([sys.argv[1], "mcp", "--workspace", sys.argv[2]], stdin=subprocess.PIPE,
+                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+def call(i, method, params):
+    p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": i, "method": method, "params": params}) + "\n")
+    p.stdin.flush()
+    while True:
+        m = json.loads(p.stdout.readline())
+        if m.get("id") == i:
+            return m
+call(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "t", "version": "1"}})
+args = sys.argv[3:]
+for i in range(0, len(args), 2):
+    m = call(i + 2, "tools/call", {"name": "exec_command",
+                                   "arguments": {"yield_time_ms": int(args[i]), "cmd": args[i + 1]}})
+    print(json.dumps(m["result"]["structuredContent"]["outcome"].get("changes")))
+p.stdin.close()
+p.wait()
+PY
+}
 
 # A directory swapped for a symlink to a directory outside, over and over,
 # while corral scans what is new: it must never list (or watch) outside.
@@ -115,27 +141,8 @@ expect_contains "$out" '"path": "src/a", "kind": "modified"'
 # The same within one corral mcp server, whose index outlives each call:
 # the link in one call, the write in the next (and in the one after).
 case_ "writes through a hard link an earlier call made, in corral mcp"
-calls=$(python3 - "$CORRAL" "$ws" <<'PY2'
-import json, subprocess, sys
-p = subprocess.Popen([sys.argv[1], "mcp", "--workspace", sys.argv[2]], stdin=subprocess.PIPE,
-                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-def call(i, method, params):
-    p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": i, "method": method, "params": params}) + "\n")
-    p.stdin.flush()
-    while True:
-        m = json.loads(p.stdout.readline())
-        if m.get("id") == i:
-            return m
-call(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
-                       "clientInfo": {"name": "t", "version": "1"}})
-for i, cmd in enumerate(["mkdir -p dist/x/y && ln src/a dist/x/y/b", "echo evil >> dist/x/y/b",
-                         "echo more >> dist/x/y/b"], 2):
-    m = call(i, "tools/call", {"name": "exec_command", "arguments": {"cmd": cmd}})
-    print(json.dumps(m["result"]["structuredContent"]["outcome"].get("changes")))
-p.stdin.close()
-p.wait()
-PY2
-)
+calls=$(mcp_changes 10000 "mkdir -p dist/x/y && ln src/a dist/x/y/b" \
+  10000 "echo evil >> dist/x/y/b" 10000 "echo more >> dist/x/y/b")
 expect_contains "$(sed -n 2p <<<"$calls")" '"path": "src/a", "kind": "modified"'
 expect_contains "$(sed -n 3p <<<"$calls")" '"path": "src/a", "kind": "modified"'
 
@@ -145,27 +152,9 @@ expect_contains "$(sed -n 3p <<<"$calls")" '"path": "src/a", "kind": "modified"'
 case_ "a write through a hard link made beside a call, in corral mcp"
 mkdir -p node_modules/pkg
 sleep 0.05
-calls=$(python3 - "$CORRAL" "$ws" <<'PY2'
-import json, subprocess, sys
-p = subprocess.Popen([sys.argv[1], "mcp", "--workspace", sys.argv[2]], stdin=subprocess.PIPE,
-                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-def call(i, method, params):
-    p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": i, "method": method, "params": params}) + "\n")
-    p.stdin.flush()
-    while True:
-        m = json.loads(p.stdout.readline())
-        if m.get("id") == i:
-            return m
-call(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
-                       "clientInfo": {"name": "t", "version": "1"}})
-call(2, "tools/call", {"name": "exec_command", "arguments": {"yield_time_ms": 250, "cmd":
-     "sleep 1; ln src/a node_modules/pkg/h; echo evil >> node_modules/pkg/h; rm node_modules/pkg/h; sleep 2"}})
-m = call(3, "tools/call", {"name": "exec_command", "arguments": {"cmd": "sleep 2.5"}})
-print(json.dumps(m["result"]["structuredContent"]["outcome"].get("changes")))
-p.stdin.close()
-p.wait()
-PY2
-)
+calls=$(mcp_changes 250 \
+  "sleep 1; ln src/a node_modules/pkg/h; echo evil >> node_modules/pkg/h; rm node_modules/pkg/h; sleep 2" \
+  10000 "sleep 2.5" | sed -n 2p)
 expect_contains "$calls" '"path": "src/a", "kind": "modified"'
 
 # A second name outside the workspace, in another place the sandbox may
