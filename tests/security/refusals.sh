@@ -152,6 +152,13 @@ HOME=$home XDG_CONFIG_HOME= "$CORRAL" run --allow-write "$home/.config" -- sh -c
 expect_absent "$home/.config/corral/policy.json"
 expect_eq linux "$(cd "$home" && HOME=$home XDG_CONFIG_HOME= "$CORRAL" run --json -- true | json_get outcome.enforcement.backend)" \
   "the next run's sandbox"
+# The same with HOME itself the workspace, and with XDG_CONFIG_HOME in it.
+(cd "$home" && HOME=$home XDG_CONFIG_HOME= "$CORRAL" run -- sh -c \
+  'mkdir -p .config/corral; echo "{\"mode\":\"disabled\"}" > .config/corral/policy.json') 2>/dev/null
+expect_absent "$home/.config/corral/policy.json"
+(cd "$home" && HOME=$home XDG_CONFIG_HOME=$home/cfg "$CORRAL" run -- sh -c \
+  'mkdir -p cfg/corral; echo "{\"mode\":\"disabled\"}" > cfg/corral/policy.json') 2>/dev/null
+expect_absent "$home/cfg/corral/policy.json"
 
 t "a write the user's own permissions refuse is not the sandbox's: no record"
 if [ "$(id -u)" -ne 0 ]; then
