@@ -79,8 +79,7 @@ enum call {
   C_LCHANGE,  /* lchown, lsetxattr, lremovexattr: (path), not following */
   C_CHANGEAT, /* fchmodat, fchownat (dir, path, ..., flags at arg k), futimesat, utimensat */
   C_XATTRAT,  /* setxattrat, removexattrat (dir, path, at_flags) */
-  C_CONNECT,  /* connect, bind, sendto: (fd, addr, len) or sendto's (.., addr at 4, len at 5) */
-  C_BIND,
+  C_CONNECT,  /* connect, sendto: (fd, addr, len) or sendto's (.., addr at 4, len at 5) */
   C_SENDTO,
   C_SOCKETCALL, /* i386's: (call, args) */
 };
@@ -116,8 +115,7 @@ struct call_nr {
       {o | 268, C_CHANGEAT, ALWAYS, 0, 0}, {o | 452, C_CHANGEAT, ALWAYS, 0, 3},             \
       {o | 260, C_CHANGEAT, ALWAYS, 0, 4}, {o | 261, C_CHANGEAT, ALWAYS, 0, 0},             \
       {o | 280, C_CHANGEAT, NONZERO, 1, 3}, {o | 463, C_XATTRAT, ALWAYS, 0, 0},             \
-      {o | 466, C_XATTRAT, ALWAYS, 0, 0}, {o | 42, C_CONNECT, ALWAYS, 0, 0},                \
-      {o | 49, C_BIND, ALWAYS, 0, 0}, {                                                     \
+      {o | 466, C_XATTRAT, ALWAYS, 0, 0}, {o | 42, C_CONNECT, ALWAYS, 0, 0}, {                \
     o | 44, C_SENDTO, NONZERO, 4, 0                                                         \
   }
 
@@ -149,7 +147,7 @@ static const struct call_nr i386_calls[] = {
     {452, C_CHANGEAT, ALWAYS, 0, 3},  {298, C_CHANGEAT, ALWAYS, 0, 4},
     {299, C_CHANGEAT, ALWAYS, 0, 0},  {320, C_CHANGEAT, NONZERO, 1, 3},  {412, C_CHANGEAT, NONZERO, 1, 3},
     {463, C_XATTRAT, ALWAYS, 0, 0},   {466, C_XATTRAT, ALWAYS, 0, 0},
-    {362, C_CONNECT, ALWAYS, 0, 0},   {361, C_BIND, ALWAYS, 0, 0},
+    {362, C_CONNECT, ALWAYS, 0, 0},
     {369, C_SENDTO, NONZERO, 4, 0},   {102, C_SOCKETCALL, SOCKETCALL, 0, 0},
 };
 static const struct abi abis[] = {
@@ -165,7 +163,7 @@ static const struct call_nr aarch64_calls[] = {
     {6, C_LCHANGE, ALWAYS, 0, 0},    {15, C_LCHANGE, ALWAYS, 0, 0}, {53, C_CHANGEAT, ALWAYS, 0, 0},
     {452, C_CHANGEAT, ALWAYS, 0, 3}, {54, C_CHANGEAT, ALWAYS, 0, 4}, {88, C_CHANGEAT, NONZERO, 1, 3},
     {463, C_XATTRAT, ALWAYS, 0, 0},  {466, C_XATTRAT, ALWAYS, 0, 0}, {203, C_CONNECT, ALWAYS, 0, 0},
-    {200, C_BIND, ALWAYS, 0, 0},     {206, C_SENDTO, NONZERO, 4, 0},
+    {206, C_SENDTO, NONZERO, 4, 0},
 };
 /* 32-bit arm: only its links are heard (its numbers for the rest are not
  * checked here); a run of an arm binary compares every file regardless. */
@@ -274,8 +272,8 @@ static void abi_block(struct prog *p, const struct abi *a, bool links_only, bool
       JUMP_IF(BPF_JEQ | BPF_K, false);
       emit(p, (struct sock_filter)LOAD(ARG_LO(c->arg) + 4));
       JUMP_IF(BPF_JEQ | BPF_K, false);
-    } else { /* i386's socketcall: bind, connect and sendto */
-      static const unsigned calls[] = {SYS_BIND, SYS_CONNECT, SYS_SENDTO};
+    } else { /* i386's socketcall: connect and sendto */
+      static const unsigned calls[] = {SYS_CONNECT, SYS_SENDTO};
       for (size_t k = 0; k < ARRAY_SIZE(calls); k++) {
         JUMP_IF(BPF_JEQ | BPF_K, true);
         p->f[p->n - 1].k = calls[k];
@@ -616,7 +614,11 @@ static void check_open(const struct refusal_plan *rp, pid_t pid, long dir, uint6
       !as_seen(pid, dir, path, seen, sizeof seen))
     return;
   bool tmpfile = (flags & __O_TMPFILE) == __O_TMPFILE;
-  check_place(rp, "write", seen, tmpfile ? TARGET : OPEN, !(flags & O_NOFOLLOW));
+  /* Read-only with O_CREAT writes nothing to a file that is there: only
+   * its making can be refused. */
+  bool makes_only = (flags & O_ACCMODE) == O_RDONLY && !(flags & O_TRUNC) && !tmpfile;
+  check_place(rp, "write", seen, tmpfile ? TARGET : makes_only ? MAKE : OPEN,
+              !(flags & O_NOFOLLOW));
 }
 
 static bool is_loopback(const struct sockaddr_storage *ss) {
@@ -637,12 +639,13 @@ static bool is_any(const struct sockaddr_storage *ss) {
   return IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)ss)->sin6_addr);
 }
 
-/* A connection (or a datagram) to an address, or a bind to one: refused
+/* A connection (or a datagram) to an address: refused
  * when it leaves loopback and the network is closed (the sandbox's
  * network namespace has loopback alone: no route).  Any address is not:
- * a bind to it binds loopback, a connection to it reaches loopback. */
-static void check_address(const struct refusal_plan *rp, pid_t pid, uint64_t addr, uint64_t len,
-                          bool bind) {
+ * a connection to it reaches loopback.  A bind is not heard: one to an
+ * address that is not this host's fails whatever the network. */
+static void check_address(const struct refusal_plan *rp, pid_t pid, uint64_t addr,
+                          uint64_t len) {
   if (!rp->network_closed || !addr || len < sizeof(sa_family_t))
     return;
   struct sockaddr_storage ss;
@@ -669,7 +672,7 @@ static void check_address(const struct refusal_plan *rp, pid_t pid, uint64_t add
     snprintf(scope, sizeof scope, "[%s]:%u", host, port);
   }
   note(CORRAL_CAP_EXTERNAL_NETWORK, rp->network_filter ? REFUSED_NET_FILTER : REFUSED_NET_CLOSED,
-       bind ? "bind" : "connect", scope, "");
+       "connect", scope, "");
 }
 
 static const struct call_nr *call_of(const struct seccomp_data *d) {
@@ -756,20 +759,19 @@ static void check_call(const struct refusal_plan *rp, pid_t pid, const struct se
     check_path(rp, pid, "change", dir0, a[1], TARGET, !(a[2] & AT_SYMLINK_NOFOLLOW), true);
     break;
   case C_CONNECT:
-  case C_BIND:
-    check_address(rp, pid, a[1], a[2], c->call == C_BIND);
+    check_address(rp, pid, a[1], a[2]);
     break;
   case C_SENDTO:
-    check_address(rp, pid, a[4], a[5], false);
+    check_address(rp, pid, a[4], a[5]);
     break;
   case C_SOCKETCALL: { /* the real arguments are in the caller's memory, 32-bit */
     uint32_t args[6];
     if (!read_bytes(pid, a[1], args, sizeof args))
       break;
     if (a[0] == SYS_SENDTO)
-      check_address(rp, pid, args[4], args[5], false);
-    else
-      check_address(rp, pid, args[1], args[2], a[0] == SYS_BIND);
+      check_address(rp, pid, args[4], args[5]);
+    else if (a[0] == SYS_CONNECT)
+      check_address(rp, pid, args[1], args[2]);
     break;
   }
   default:

@@ -37,7 +37,13 @@ static size_t utf8_seq_len(const unsigned char *s, size_t avail) {
 static size_t shown_at(const unsigned char *p, size_t len, size_t i, char *out, size_t *outn) {
   size_t n = utf8_seq_len(p + i, len - i);
   bool c1 = n == 2 && p[i] == 0xC2 && p[i + 1] < 0xA0; /* U+0080..U+009F */
-  if (n == 0 || c1 || p[i] < 0x20 || p[i] == 0x7F || p[i] == '\\') {
+  /* Marks that break a line or turn the text's direction: U+200E-200F,
+   * U+2028-202E, U+2066-2069. */
+  bool mark = n == 3 && p[i] == 0xE2 &&
+              ((p[i + 1] == 0x80 && ((p[i + 2] >= 0x8E && p[i + 2] <= 0x8F) ||
+                                     (p[i + 2] >= 0xA8 && p[i + 2] <= 0xAE))) ||
+               (p[i + 1] == 0x81 && p[i + 2] >= 0xA6 && p[i + 2] <= 0xA9));
+  if (n == 0 || c1 || mark || p[i] < 0x20 || p[i] == 0x7F || p[i] == '\\') {
     snprintf(out, 5, "\\x%02x", p[i]);
     *outn = 4;
     return 1;

@@ -61,24 +61,43 @@ static int linux_init_setup(const launch_plan *plan, int report_fd) {
   return 0;
 }
 
-/* corral's own configuration, missing where the command may write (a
- * write root holds the config directory, or is it): a policy planted there
- * would be the next run's, the sandbox off.  Made here, empty, it is a
- * store like any other that exists: covered and pinned for the run. */
-static void make_own_config(struct profile *pr) {
-  char dir[PATH_MAX], own[PATH_MAX + 16];
+static bool in_write_root(const struct profile *pr, const char *path) {
+  for (size_t i = 0; i < pr->write_roots.n; i++)
+    if (path_is_under(path, pr->write_roots.v[i]))
+      return true;
+  return false;
+}
+
+/* corral's own configuration, where the command may write (a write root
+ * holds the config directory, or is it): a policy planted there would be
+ * the next run's, the sandbox off.  Missing, it is made here, empty, and
+ * is then a store like any other that exists: covered and pinned.
+ * Reached through a symlink that lies in a write root (~/.config ->
+ * dotfiles/config, a HOME that is a link in /tmp), the command could
+ * replace the link with a directory of its own: the run is refused. */
+static int guard_own_config(struct profile *pr, corral_error *err) {
+  char dir[PATH_MAX], own[PATH_MAX + 16], prefix[PATH_MAX + 16];
   struct stat st;
   if (!user_config_dir(dir, sizeof dir))
-    return;
+    return 0;
   snprintf(own, sizeof own, "%s/corral", dir);
-  if (lstat(own, &st) == 0)
-    return;
-  for (size_t i = 0; i < pr->write_roots.n; i++)
-    if (path_is_under(own, pr->write_roots.v[i])) {
-      if (mkdir_p(own, 0700) == 0)
-        profile_created(pr, dir);
-      return;
+  for (const char *p = own + 1;; p++)
+    if (*p == '/' || *p == '\0') {
+      snprintf(prefix, sizeof prefix, "%.*s", (int)(p - own), own);
+      if (lstat(prefix, &st) < 0)
+        break;
+      if (S_ISLNK(st.st_mode) && *p && in_write_root(pr, prefix)) /* its own link: covered */
+        return error_set(err, CORRAL_ESETUP, 0,
+                         "corral's own configuration %s is reached through the symbolic link %s, "
+                         "which a command could replace in a write root: set XDG_CONFIG_HOME to "
+                         "the real directory, or keep the link out of the write roots",
+                         own, prefix);
+      if (!*p)
+        return 0; /* there: covered like any store */
     }
+  if (in_write_root(pr, own) && mkdir_p(own, 0700) == 0)
+    profile_created(pr, dir);
+  return 0;
 }
 
 /* What both Linux adapters prepare alike: the profile, the command, the
@@ -94,7 +113,8 @@ int linux_plan_prepare(const corral_policy *policy, const struct sock_fprog *sec
   int r = profile_resolve(policy, req->workspace_roots, req->nroots, &lp->profile, err);
   if (r < 0)
     return error_prefix(err, "resolving the policy");
-  make_own_config(&lp->profile);
+  if ((r = guard_own_config(&lp->profile, err)) < 0)
+    return r;
   if ((r = plan_from_request(req, plan, err)) < 0)
     return r;
   if ((r = runtime_acquire(req->workspace_roots[0],

@@ -695,11 +695,11 @@ void mcp_approval_request(struct mcp_server *s, json_t *id, json_t *args, json_t
   }
   struct mcp_asked a = {.call = json_incref(id), .args = json_incref(args), .caps = caps,
                         .ncaps = n};
-  char line[MCP_JUSTIFICATION_MAX + 64];
-  size_t jl;
-  char *clean = utf8_sanitize(just, strlen(just), &jl, NULL);
-  snprintf(line, sizeof line, "The agent says: \"%s\"", clean ? clean : "");
-  free(clean);
+  /* The agent's words, shown as its words: one line, no control or
+   * direction mark that could pass for the question's own lines. */
+  char shown[MCP_JUSTIFICATION_MAX * 4 + 1], line[sizeof shown + 64];
+  text_for_terminal(just, shown, sizeof shown);
+  snprintf(line, sizeof line, "The agent says: \"%s\"", shown);
   if (!ask(s, &a, line)) {
     mcp_tool_error(s, id, "exec_command: out of memory");
     asked_free(&a);

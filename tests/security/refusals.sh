@@ -172,6 +172,26 @@ t "a name longer than the kernel takes is its refusal, not the sandbox's"
 out=$(records -- "printf x > $od/\$(printf 'A%.0s' \$(seq 300))")
 expect_eq "failed 0" "$out"
 
+t "an open for reading that may create, of a file that is there, is no refusal"
+echo data > "$od/there"
+out=$(records -- "python3 -c 'import os; os.close(os.open(\"$od/there\", os.O_RDONLY | os.O_CREAT))'")
+expect_eq "completed 0" "$out"
+
+t "a line separator or a direction mark in a name is shown escaped"
+out=$(records -- "mkdir \"$od/a\$(printf '\342\200\250')b\$(printf '\342\200\256')c\"")
+expect_contains "$out" "denied create $od/a\\xe2\\x80\\xa8b\\xe2\\x80\\xaec ("
+
+t "corral's own configuration reached through a symlink in a write root: the run is refused"
+home2=$(mktemp -d "$ws/home-XXXXXX")
+mkdir -p "$home2/dotfiles/config"
+ln -s dotfiles/config "$home2/.config"
+(cd "$home2" && HOME=$home2 XDG_CONFIG_HOME= "$CORRAL" run -- sh -c \
+  'rm .config && mkdir -p .config/corral && echo "{\"mode\":\"disabled\"}" > .config/corral/policy.json') \
+  2>/dev/null
+expect_eq 125 $? "exit"
+expect_absent "$home2/.config/corral/policy.json"
+[ -L "$home2/.config" ] && pass || fail "the link was replaced"
+
 t "corral run without --json says each refusal in one line on stderr, after the output"
 err=$("$CORRAL" run -- sh -c "echo out; echo x > $probe_path" 2>&1 >/dev/null)
 expect_contains "$err" "corral: denied write to $probe_path (outside the write roots; allow with --allow-write $od)"
